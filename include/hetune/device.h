@@ -1,0 +1,133 @@
+/* Device backends behind one vtable: "c" (system compiler + dlopen + libffi), "opencl" (any ICD),
+ * "cuda" (driver API + NVRTC loaded with dlopen). One file per backend in src/device/, one row in
+ * the registry (src/device/registry.c). */
+#ifndef HETUNE_DEVICE_H
+#define HETUNE_DEVICE_H
+
+#include "hetune/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ht_language { HT_LANG_C = 0, HT_LANG_OPENCL = 1, HT_LANG_CUDA = 2 } ht_language;
+const char *ht_language_name(ht_language l);
+ht_status ht_language_parse(const char *s, ht_language *out);
+
+/* What `hetune devices` prints and what constraints may read as device.* constants. */
+typedef struct ht_device_info {
+  char backend[16];            /* "c", "opencl", "cuda" */
+  char id[32];                 /* "c:0", "opencl:0:0" (platform:device), "cuda:0" */
+  char name[128];
+  char vendor[64];
+  char driver_version[64];     /* OpenCL driver / CUDA driver version / libc for c */
+  char runtime_version[64];    /* OpenCL version / CUDA runtime (NVRTC) version */
+  char compiler_version[128];  /* first line of `cc --version`, "PoCL x.y", "NVRTC 13.0" */
+  int compute_units;           /* cores / compute units / SMs */
+  int max_threads;             /* hardware threads (c), CUs*max wg (others) */
+  int warp_size;               /* 1 on CPUs, 32 on NVIDIA */
+  int clock_mhz;
+  uint64_t global_mem_bytes;
+  uint64_t local_mem_bytes;    /* local / shared memory per group; L1d size for c */
+  uint64_t max_alloc_bytes;
+  uint64_t max_work_group_size;
+  uint64_t max_work_item_sizes[3];
+  char fingerprint[17];        /* hash of backend, name, vendor, driver, runtime, compiler */
+} ht_device_info;
+
+/* Fills names/values with the device.* constants constraints may use:
+ * device.compute_units, device.max_threads, device.warp_size, device.max_work_group_size,
+ * device.local_mem_size, device.global_mem_size, device.max_work_item_size_x/_y/_z.
+ * Returns how many (<= max). Names are static strings. */
+int ht_device_constants(const ht_device_info *info, const char **names, ht_value *values, int max);
+/* Computes info->fingerprint from the other fields. */
+void ht_device_info_fingerprint(ht_device_info *info);
+
+typedef struct ht_program ht_program; /* backend-defined */
+typedef struct ht_buffer ht_buffer;   /* backend-defined */
+
+typedef struct ht_source {
+  ht_language lang;
+  const char *text;  /* the whole source */
+  const char *path;  /* for messages; its folder is on the include path */
+  const char *entry; /* function (c) or kernel name */
+  const char *flags; /* extra compiler flags, may be NULL */
+} ht_source;
+
+/* -DNAME=VALUE pairs: the config's parameters (and problem sizes) seen by the compiler. */
+typedef struct ht_defines {
+  int n;
+  const char *const *names;
+  const char *const *values;
+} ht_defines;
+
+typedef struct ht_compile_info {
+  double seconds; /* wall time of compilation (0 when cached) */
+  int cached;     /* 1 when the binary came from the on-disk cache */
+  char *log;      /* malloc'ed compiler output (warnings or errors), may be NULL; caller frees */
+} ht_compile_info;
+
+typedef struct ht_arg {
+  int is_buffer;
+  ht_buffer *buf; /* when is_buffer */
+  ht_dtype type;  /* scalar type, or element type of the buffer */
+  ht_value value; /* scalar value, converted to type at launch */
+} ht_arg;
+
+typedef struct ht_launch {
+  int dims;          /* 1..3 */
+  size_t global[3];  /* total work-items per dimension (a multiple of local) */
+  size_t local[3];   /* work-group / block size; all 0 = let the runtime choose (OpenCL only) */
+  int n_args;
+  const ht_arg *args;
+} ht_launch;
+
+typedef struct ht_device ht_device;
+
+typedef struct ht_backend_ops {
+  const char *name;
+  /* Lists this backend's devices (up to max) into out. Zero devices is not an error. A backend
+   * that cannot run here (no driver) returns HT_ERR_UNSUPPORTED with the reason. */
+  ht_status (*probe)(ht_device_info *out, int max, int *n);
+  /* Opens device number index of probe's list: creates its context/queue; fills dev->impl. */
+  ht_status (*open)(ht_device *dev, int index);
+  void (*close)(ht_device *dev);
+  /* Compiles (or loads from the on-disk cache, keyed by source, defines, flags and compiler). A
+   * source that does not compile returns HT_ERR_COMPILE with the compiler log in info->log. */
+  ht_status (*compile)(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
+                       ht_compile_info *info);
+  void (*program_free)(ht_device *dev, ht_program *p);
+  /* Runs the kernel once, synchronously. *kernel_s: device time from events (OpenCL profiling,
+   * CUDA events) or CLOCK_MONOTONIC around the call (c). */
+  ht_status (*launch)(ht_device *dev, ht_program *p, const ht_launch *l, double *kernel_s);
+  ht_status (*buffer_new)(ht_device *dev, size_t bytes, ht_buffer **out);
+  ht_status (*buffer_write)(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds);
+  ht_status (*buffer_read)(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds);
+  void (*buffer_free)(ht_device *dev, ht_buffer *b);
+} ht_backend_ops;
+
+/* An open device: the public handle every backend call goes through. */
+struct ht_device {
+  const ht_backend_ops *ops;
+  ht_device_info info;
+  int index;  /* in the backend's probe list */
+  void *impl; /* backend state */
+};
+
+/* Registry. */
+int ht_backend_count(void);
+const ht_backend_ops *ht_backend_at(int i);
+const ht_backend_ops *ht_backend_find(const char *name);
+
+/* Opens a device by id: "c", "c:0", "opencl" (first), "opencl:0:0", "cuda", "cuda:0".
+ * Unknown backend or device -> HT_ERR_NOTFOUND naming the id and listing what exists. */
+ht_status ht_device_open(const char *id, ht_device **out);
+void ht_device_close(ht_device *dev);
+/* Probes every backend; infos malloc'ed (caller frees). notes (optional) gets one line per backend
+ * that could not run, e.g. "cuda: libcuda.so.1 not found". */
+ht_status ht_device_list(ht_device_info **infos, int *n, ht_buf *notes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

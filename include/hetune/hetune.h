@@ -1,0 +1,10 @@
+/* hetune: tune, predict, dispatch and co-execute compute kernels on CPUs and GPUs. */
+#ifndef HETUNE_H
+#define HETUNE_H
+#include "hetune/core.h"
+#include "hetune/expr.h"
+#include "hetune/space.h"
+#include "hetune/device.h"
+#include "hetune/result.h"
+#include "hetune/store.h"
+#endif

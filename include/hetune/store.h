@@ -1,0 +1,106 @@
+/* The store: SQLite (WAL mode) persistence of devices, kernels, problems, configs, evaluations and
+ * tuning sessions; import/export. Each evaluation is committed on its own, so `kill -9` loses no
+ * finished evaluation. */
+#ifndef HETUNE_STORE_H
+#define HETUNE_STORE_H
+
+#include <stdio.h>
+
+#include "hetune/core.h"
+#include "hetune/device.h"
+#include "hetune/result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ht_store ht_store;
+
+#define HT_STORE_DEFAULT_PATH "hetune.db"
+
+/* Opens or creates. A file that is not a hetune database (foreign SQLite schema, not SQLite at
+ * all, corrupt, newer schema version) -> HT_ERR_STORE "PATH: ..." and the file is left untouched.
+ * A read-only file or folder opens for reading; writes then fail with a clear error. */
+ht_status ht_store_open(const char *path, ht_store **out);
+/* Never creates or writes. Missing file -> HT_ERR_IO. */
+ht_status ht_store_open_readonly(const char *path, ht_store **out);
+void ht_store_close(ht_store *st);
+const char *ht_store_path(const ht_store *st);
+
+/* Upserts, returning the row id. */
+ht_status ht_store_put_device(ht_store *st, const ht_device_info *info, int64_t *id);
+/* A kernel is identified by name + source_hash (hash of source text and everything in the spec
+ * that changes what is measured). space_json describes its parameters: {"TX":[8,16],...}. */
+ht_status ht_store_put_kernel(ht_store *st, const char *name, const char *language, const char *source_hash,
+                              const char *spec_path, const char *space_json, int64_t *id);
+/* A problem: one assignment of the kernel's problem sizes, canonical text "M=1024,N=512". */
+ht_status ht_store_put_problem(ht_store *st, int64_t kernel_id, const char *sizes, int64_t *id);
+
+typedef struct ht_session_info {
+  int64_t kernel_id, device_id, problem_id;
+  const char *strategy;
+  uint64_t seed;
+  int64_t budget_evals;   /* 0 = none */
+  double budget_seconds;  /* 0 = none */
+  const char *options_json; /* may be NULL */
+} ht_session_info;
+ht_status ht_store_session_begin(ht_store *st, const ht_session_info *s, int64_t *session_id);
+/* status: "finished", "interrupted", "failed". */
+ht_status ht_store_session_end(ht_store *st, int64_t session_id, const char *status, int64_t n_evals,
+                               double best_time_s);
+
+/* One evaluation. config_key is canonical "TX=16,TY=8"; config_json is {"TX":16,"TY":8}.
+ * Committed before returning. */
+typedef struct ht_eval_key {
+  int64_t kernel_id, device_id, problem_id;
+  const char *config_key;
+  const char *config_json;
+} ht_eval_key;
+ht_status ht_store_put_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
+                            int64_t *eval_id);
+/* The latest stored evaluation of that config, if any (*found = 0/1). */
+ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, int *found);
+/* The fastest OK evaluation for (kernel, device, problem); config_key copied into key_buf. */
+ht_status ht_store_best(ht_store *st, int64_t kernel_id, int64_t device_id, int64_t problem_id, ht_result *out,
+                        char *key_buf, size_t key_len, int *found);
+
+/* Queries for show/export. NULL or 0 fields match everything. */
+typedef struct ht_eval_filter {
+  const char *kernel_name;
+  const char *device_id;  /* "opencl:0:0" */
+  const char *problem;    /* canonical sizes text */
+  int only_ok;
+} ht_eval_filter;
+
+typedef struct ht_eval_record {
+  int64_t eval_id, session_id;
+  const char *kernel_name, *language, *source_hash;
+  const char *device_id, *device_name, *device_fingerprint;
+  const char *problem;
+  const char *config_key, *config_json;
+  ht_result result;
+} ht_eval_record;
+/* Calls fn for each evaluation (oldest first). fn returns nonzero to stop. Strings live until fn returns. */
+typedef int (*ht_eval_visit_fn)(const ht_eval_record *rec, void *ctx);
+ht_status ht_store_each_eval(ht_store *st, const ht_eval_filter *f, ht_eval_visit_fn fn, void *ctx);
+
+typedef struct ht_session_record {
+  int64_t session_id;
+  const char *kernel_name, *device_id, *problem, *strategy, *status;
+  uint64_t seed;
+  int64_t n_evals, budget_evals;
+  double budget_seconds, started, ended, best_time_s;
+} ht_session_record;
+typedef int (*ht_session_visit_fn)(const ht_session_record *rec, void *ctx);
+ht_status ht_store_each_session(ht_store *st, ht_session_visit_fn fn, void *ctx);
+
+/* Exports. CSV: one row per evaluation, a header row, parameters as columns when one kernel is
+ * selected. T4: the results JSON schema shared by Kernel Tuner, KTT and BAT
+ * (schema_version, results[] with timestamp, configuration, times, compile_time, invalidity, ...). */
+ht_status ht_store_export_csv(ht_store *st, const ht_eval_filter *f, FILE *out);
+ht_status ht_store_export_t4(ht_store *st, const ht_eval_filter *f, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
