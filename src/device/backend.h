@@ -1,0 +1,57 @@
+/* Internal to src/device: the backend tables and helpers the backends share. */
+#ifndef HETUNE_DEVICE_BACKEND_H
+#define HETUNE_DEVICE_BACKEND_H
+
+#include <stdint.h>
+
+#include "hetune/device.h"
+
+extern const ht_backend_ops ht_backend_c;
+extern const ht_backend_ops ht_backend_opencl;
+extern const ht_backend_ops ht_backend_cuda;
+
+/* A scalar kernel argument converted to its C type; launch passes a pointer to it. */
+typedef union ht_scalar {
+  float f32;
+  double f64;
+  int32_t i32;
+  uint32_t u32;
+  int64_t i64;
+  uint64_t u64;
+  int8_t i8;
+  uint8_t u8;
+} ht_scalar;
+
+/* Converts v to type t. Strings, NaN and out-of-range numbers for integer types are errors
+ * (HT_ERR_INVALID naming argument number arg). */
+ht_status ht_scalar_convert(ht_value v, ht_dtype t, int arg, ht_scalar *out);
+
+/* Checks dims in 1..3 and the argument array; shared by every launch. */
+ht_status ht_launch_check(const ht_launch *l);
+
+/* Hash of the defines (names and values, in order), chainable. */
+uint64_t ht_defines_hash(const ht_defines *defs, uint64_t seed);
+
+/* Folder of src->path ("." when the path has none); NULL when src->path is NULL. malloc'ed. */
+char *ht_source_dir(const ht_source *src);
+
+/* <cache>/<sub>, created. malloc'ed into *out. */
+ht_status ht_cache_subdir(const char *sub, char **out);
+
+/* Writes data to path through a unique temporary file (mkstemp) and rename(), so concurrent
+ * threads and processes writing the same cache entry never see a torn file. */
+ht_status ht_cache_write(const char *path, const void *data, size_t len);
+
+/* The first line of log that mentions "error" (else the first non-empty line), copied into out. */
+void ht_first_error_line(const char *log, char *out, size_t len);
+
+/* Runs probe in a forked child and copies its results back. Driver runtimes (CUDA, PoCL) keep
+ * process-wide state once initialised and do not survive fork(); probing in a child keeps the
+ * caller's process clean for the tuner's forked workers. On fork failure probes in-process. */
+ht_status ht_probe_in_child(ht_status (*probe)(ht_device_info *, int, int *), ht_device_info *out,
+                            int max, int *n);
+
+/* Copies s into a fixed-size field, truncating. */
+void ht_copy_field(char *dst, size_t len, const char *s);
+
+#endif

@@ -1,0 +1,506 @@
+/* The "c" backend: this CPU. Kernels are C functions compiled by the system compiler into a
+ * cached shared object, loaded with dlopen and called through libffi. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ffi.h>
+#include <gnu/libc-version.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "device/backend.h"
+
+extern char **environ;
+
+/* Options every kernel is built with; part of the cache key. */
+static const char *const base_flags[] = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"};
+enum { N_BASE = (int)(sizeof base_flags / sizeof base_flags[0]) };
+
+typedef struct c_program {
+  void *handle;
+  void (*fn)(void);
+} c_program;
+
+typedef struct c_buffer {
+  void *ptr;
+  size_t bytes;
+} c_buffer;
+
+/* ---- argument vectors ---- */
+
+typedef struct argv_t {
+  char **v;
+  int n, cap;
+  int failed;
+} argv_t;
+
+static void argv_push(argv_t *a, char *s) {
+  if (!s) a->failed = 1;
+  if (a->failed) {
+    free(s);
+    return;
+  }
+  if (a->n + 2 > a->cap) {
+    int cap = a->cap ? a->cap * 2 : 32;
+    char **v = realloc(a->v, sizeof *v * (size_t)cap);
+    if (!v) {
+      a->failed = 1;
+      free(s);
+      return;
+    }
+    a->v = v;
+    a->cap = cap;
+  }
+  a->v[a->n++] = s;
+  a->v[a->n] = NULL;
+}
+
+/* Splits on blanks (no quoting): compiler names like "ccache gcc" and flag strings. */
+static void argv_split(argv_t *a, const char *s) {
+  while (s && *s) {
+    s += strspn(s, " \t\n");
+    size_t len = strcspn(s, " \t\n");
+    if (len) argv_push(a, ht_strfmt("%.*s", (int)len, s));
+    s += len;
+  }
+}
+
+static void argv_free(argv_t *a) {
+  for (int i = 0; i < a->n; i++) free(a->v[i]);
+  free(a->v);
+  memset(a, 0, sizeof *a);
+}
+
+static const char *compiler(void) {
+  const char *cc = getenv("HETUNE_CC");
+  return cc && *cc ? cc : "cc";
+}
+
+/* Runs argv with stdout+stderr captured into *log; *exit_code is the exit status (-1 if it could
+ * not run or died from a signal). posix_spawn, not system(): no shell, no quoting problems. */
+static ht_status run_capture(char *const argv[], char **log, int *exit_code) {
+  int fds[2];
+  *log = NULL;
+  *exit_code = -1;
+  if (pipe(fds) != 0) return ht_error(HT_ERR_IO, "pipe: %s", strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return ht_error(HT_ERR_COMPILE, "cannot run compiler '%s': %s", argv[0], strerror(rc));
+  }
+  ht_buf b = {0};
+  char chunk[4096];
+  ssize_t n;
+  while ((n = read(fds[0], chunk, sizeof chunk - 1)) != 0) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    chunk[n] = '\0';
+    ht_buf_append(&b, chunk);
+  }
+  close(fds[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  *log = b.data;
+  return HT_OK;
+}
+
+/* ---- probe ---- */
+
+/* Value of the first "key : value" line of /proc/cpuinfo. */
+static void cpuinfo_field(const char *key, char *out, size_t len) {
+  out[0] = '\0';
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[1024];
+  size_t klen = strlen(key);
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, key, klen) != 0 || (line[klen] != ' ' && line[klen] != '\t' && line[klen] != ':')) continue;
+    char *colon = strchr(line, ':');
+    if (!colon) continue;
+    colon += 1 + strspn(colon + 1, " \t");
+    colon[strcspn(colon, "\n")] = '\0';
+    snprintf(out, len, "%s", colon);
+    break;
+  }
+  fclose(f);
+}
+
+/* Physical cores: distinct (physical id, core id) pairs; hardware threads when unknown. */
+static int count_cores(int threads) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return threads;
+  enum { MAXC = 4096 };
+  int pairs[MAXC][2], n = 0, phys = 0;
+  char line[512];
+  while (fgets(line, sizeof line, f) && n < MAXC) {
+    int v;
+    if (sscanf(line, "physical id : %d", &v) == 1) phys = v;
+    else if (sscanf(line, "core id : %d", &v) == 1) {
+      int seen = 0;
+      for (int i = 0; i < n && !seen; i++) seen = pairs[i][0] == phys && pairs[i][1] == v;
+      if (!seen) pairs[n][0] = phys, pairs[n++][1] = v;
+    }
+  }
+  fclose(f);
+  return n > 0 && n <= threads ? n : threads;
+}
+
+static void compiler_version(char *out, size_t len) {
+  argv_t a = {0};
+  argv_split(&a, compiler());
+  argv_push(&a, ht_strdup("--version"));
+  char *log = NULL;
+  int code;
+  out[0] = '\0';
+  if (!a.failed && a.n > 1 && run_capture(a.v, &log, &code) == HT_OK && code == 0 && log)
+    snprintf(out, len, "%.*s", (int)strcspn(log, "\n"), log);
+  else
+    snprintf(out, len, "%s (unknown version)", compiler());
+  ht_error_clear();
+  free(log);
+  argv_free(&a);
+}
+
+static ht_status c_probe(ht_device_info *out, int max, int *n) {
+  *n = 0;
+  if (max < 1) return HT_OK;
+  ht_device_info *d = out;
+  memset(d, 0, sizeof *d);
+  ht_copy_field(d->backend, sizeof d->backend, "c");
+  ht_copy_field(d->id, sizeof d->id, "c:0");
+  cpuinfo_field("model name", d->name, sizeof d->name);
+  if (!d->name[0]) ht_copy_field(d->name, sizeof d->name, "CPU");
+  cpuinfo_field("vendor_id", d->vendor, sizeof d->vendor);
+  snprintf(d->driver_version, sizeof d->driver_version, "glibc %s", gnu_get_libc_version());
+  struct utsname u;
+  char tmp[256];
+  if (uname(&u) == 0) {
+    snprintf(tmp, sizeof tmp, "%s %s", u.sysname, u.release);
+    ht_copy_field(d->runtime_version, sizeof d->runtime_version, tmp);
+  }
+  compiler_version(d->compiler_version, sizeof d->compiler_version);
+  long threads = sysconf(_SC_NPROCESSORS_ONLN);
+  d->max_threads = threads > 0 ? (int)threads : 1;
+  d->compute_units = count_cores(d->max_threads);
+  d->warp_size = 1;
+  char mhz[64];
+  cpuinfo_field("cpu MHz", mhz, sizeof mhz);
+  d->clock_mhz = atoi(mhz);
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  d->global_mem_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+  d->max_alloc_bytes = d->global_mem_bytes;
+  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  d->local_mem_bytes = l1 > 0 ? (uint64_t)l1 : 0;
+  d->max_work_group_size = 1;
+  for (int i = 0; i < 3; i++) d->max_work_item_sizes[i] = 1;
+  ht_device_info_fingerprint(d);
+  *n = 1;
+  return HT_OK;
+}
+
+static ht_status c_open(ht_device *dev, int index) {
+  if (index != 0) return ht_error(HT_ERR_NOTFOUND, "c backend has one device (c:0), not %d", index);
+  dev->impl = NULL;
+  return HT_OK;
+}
+
+static void c_close(ht_device *dev) { (void)dev; }
+
+/* ---- compile ---- */
+
+static uint64_t c_cache_key(const ht_device *dev, const ht_source *src, const ht_defines *defs) {
+  uint64_t h = ht_hash_str("c-backend-v1", 0);
+  h = ht_hash_str(src->text, h);
+  h = ht_defines_hash(defs, h);
+  h = ht_hash_str(src->flags, h);
+  h = ht_hash_str(src->entry, h);
+  h = ht_hash_str(compiler(), h);
+  for (int i = 0; i < N_BASE; i++) h = ht_hash_str(base_flags[i], h);
+  /* -march=native: the CPU model and compiler are part of what the binary is. */
+  return ht_hash_str(dev->info.fingerprint, h);
+}
+
+static void build_argv(argv_t *a, const ht_source *src, const ht_defines *defs, const char *cfile,
+                       const char *sofile) {
+  argv_split(a, compiler());
+  for (int i = 0; i < N_BASE; i++) argv_push(a, ht_strdup(base_flags[i]));
+  char *dir = ht_source_dir(src);
+  if (dir) argv_push(a, ht_strfmt("-I%s", dir));
+  free(dir);
+  argv_split(a, src->flags);
+  for (int i = 0; defs && i < defs->n; i++) argv_push(a, ht_strfmt("-D%s=%s", defs->names[i], defs->values[i]));
+  argv_push(a, ht_strdup("-o"));
+  argv_push(a, ht_strdup(sofile));
+  argv_push(a, ht_strdup(cfile));
+}
+
+/* Writes the source next to the cache entry under a unique name (mkstemps). */
+static ht_status write_temp_source(const char *dir, const char *text, char **path) {
+  *path = ht_strfmt("%s/src-XXXXXX.c", dir);
+  if (!*path) return ht_error(HT_ERR_NOMEM, "out of memory");
+  int fd = mkstemps(*path, 2);
+  if (fd < 0) return ht_error(HT_ERR_IO, "%s: cannot create: %s", *path, strerror(errno));
+  size_t len = strlen(text), done = 0;
+  while (done < len) {
+    ssize_t w = write(fd, text + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  close(fd);
+  if (done != len) return ht_error(HT_ERR_IO, "%s: cannot write the kernel source", *path);
+  return HT_OK;
+}
+
+static ht_status compile_failed(const ht_source *src, const char *log, int code) {
+  char first[512];
+  ht_first_error_line(log, first, sizeof first);
+  return ht_error(HT_ERR_COMPILE, "%s: compile failed (exit %d): %s", src->path ? src->path : "kernel", code,
+                  first[0] ? first : "no compiler output");
+}
+
+/* Compiles into a unique temporary .so, then rename()s it to sofile: readers never see a
+ * half-written object and concurrent compilers of the same key just overwrite each other. */
+static ht_status run_compiler(const char *dir, const char *sofile, const ht_source *src, const ht_defines *defs,
+                              ht_compile_info *info) {
+  char *cfile = NULL, *tmp_so = ht_strfmt("%s.tmp.%d.XXXXXX", sofile, (int)getpid());
+  ht_status s = tmp_so ? write_temp_source(dir, src->text, &cfile) : ht_error(HT_ERR_NOMEM, "out of memory");
+  int fd = s ? -1 : mkstemp(tmp_so);
+  if (!s && fd < 0) s = ht_error(HT_ERR_IO, "%s: cannot create: %s", tmp_so, strerror(errno));
+  if (fd >= 0) close(fd);
+  argv_t a = {0};
+  if (!s) build_argv(&a, src, defs, cfile, tmp_so);
+  if (!s && a.failed) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  int code = -1;
+  char *log = NULL;
+  if (!s) s = run_capture(a.v, &log, &code);
+  if (!s && code != 0) s = compile_failed(src, log, code);
+  if (!s && rename(tmp_so, sofile) != 0) s = ht_error(HT_ERR_IO, "%s: cannot rename: %s", sofile, strerror(errno));
+  if (s && fd >= 0) unlink(tmp_so);
+  if (cfile) unlink(cfile);
+  if (log && *log) info->log = log;
+  else free(log);
+  argv_free(&a);
+  free(cfile);
+  free(tmp_so);
+  return s;
+}
+
+static ht_status load_program(const char *sofile, const char *entry, c_program **out) {
+  void *h = dlopen(sofile, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return ht_error(HT_ERR_COMPILE, "cannot load %s: %s", sofile, dlerror());
+  void *sym = dlsym(h, entry);
+  if (!sym) {
+    dlclose(h);
+    return ht_error(HT_ERR_COMPILE, "entry '%s' not found in %s", entry, sofile);
+  }
+  c_program *p = calloc(1, sizeof *p);
+  if (!p) {
+    dlclose(h);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  p->handle = h;
+  /* POSIX guarantees dlsym results convert to function pointers; memcpy avoids the pedantic cast. */
+  memcpy(&p->fn, &sym, sizeof p->fn);
+  *out = p;
+  return HT_OK;
+}
+
+static ht_status c_compile(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
+                           ht_compile_info *info) {
+  ht_compile_info dummy;
+  if (!info) info = &dummy;
+  memset(info, 0, sizeof *info);
+  if (!src || !src->text || !src->entry) return ht_error(HT_ERR_INVALID, "compile: source text and entry are required");
+  char *dir = NULL, hex[17];
+  ht_status s = ht_cache_subdir("c", &dir);
+  if (s) return s;
+  ht_hash_hex(c_cache_key(dev, src, defs), hex);
+  char *sofile = ht_strfmt("%s/%s.so", dir, hex);
+  if (!sofile) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  struct stat st;
+  double t0 = ht_now();
+  if (!s && stat(sofile, &st) == 0) {
+    info->cached = 1;
+  } else if (!s) {
+    s = run_compiler(dir, sofile, src, defs, info);
+    info->seconds = ht_now() - t0;
+  }
+  c_program *p = NULL;
+  if (!s) s = load_program(sofile, src->entry, &p);
+  free(sofile);
+  free(dir);
+  if (!s) *out = (ht_program *)p;
+  return s;
+}
+
+static void c_program_free(ht_device *dev, ht_program *prog) {
+  (void)dev;
+  c_program *p = (c_program *)prog;
+  if (!p) return;
+  if (p->handle) dlclose(p->handle);
+  free(p);
+}
+
+/* ---- launch ---- */
+
+static ffi_type *ffi_type_of(ht_dtype t) {
+  switch (t) {
+  case HT_DTYPE_F32: return &ffi_type_float;
+  case HT_DTYPE_F64: return &ffi_type_double;
+  case HT_DTYPE_I32: return &ffi_type_sint32;
+  case HT_DTYPE_U32: return &ffi_type_uint32;
+  case HT_DTYPE_I64: return &ffi_type_sint64;
+  case HT_DTYPE_U64: return &ffi_type_uint64;
+  case HT_DTYPE_I8: return &ffi_type_sint8;
+  case HT_DTYPE_U8: return &ffi_type_uint8;
+  default: return NULL;
+  }
+}
+
+typedef struct ffi_args {
+  ffi_type **types;
+  void **values;
+  ht_scalar *scalars;
+  void **ptrs;
+} ffi_args;
+
+static void ffi_args_free(ffi_args *a) {
+  free(a->types);
+  free(a->values);
+  free(a->scalars);
+  free(a->ptrs);
+}
+
+static ht_status ffi_args_fill(const ht_launch *l, ffi_args *a) {
+  size_t n = l->n_args > 0 ? (size_t)l->n_args : 1;
+  a->types = calloc(n, sizeof *a->types);
+  a->values = calloc(n, sizeof *a->values);
+  a->scalars = calloc(n, sizeof *a->scalars);
+  a->ptrs = calloc(n, sizeof *a->ptrs);
+  if (!a->types || !a->values || !a->scalars || !a->ptrs) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < l->n_args; i++) {
+    const ht_arg *arg = &l->args[i];
+    if (arg->is_buffer) {
+      a->ptrs[i] = ((c_buffer *)arg->buf)->ptr;
+      a->types[i] = &ffi_type_pointer;
+      a->values[i] = &a->ptrs[i];
+      continue;
+    }
+    a->types[i] = ffi_type_of(arg->type);
+    if (!a->types[i]) return ht_error(HT_ERR_INVALID, "argument %d: unknown scalar type %d", i, (int)arg->type);
+    ht_status s = ht_scalar_convert(arg->value, arg->type, i, &a->scalars[i]);
+    if (s) return s;
+    a->values[i] = &a->scalars[i];
+  }
+  return HT_OK;
+}
+
+/* The global/local sizes mean nothing to a C function: it gets only its arguments and does its
+ * own threading (OpenMP). */
+static ht_status c_launch(ht_device *dev, ht_program *prog, const ht_launch *l, double *kernel_s) {
+  (void)dev;
+  c_program *p = (c_program *)prog;
+  if (!p || !p->fn) return ht_error(HT_ERR_INVALID, "launch: no program");
+  ht_status s = ht_launch_check(l);
+  if (s) return s;
+  ffi_args a = {0};
+  s = ffi_args_fill(l, &a);
+  ffi_cif cif;
+  if (!s && ffi_prep_cif(&cif, FFI_DEFAULT_ABI, (unsigned)l->n_args, &ffi_type_void, a.types) != FFI_OK)
+    s = ht_error(HT_ERR_RUNTIME, "launch: libffi cannot describe the call (%d arguments)", l->n_args);
+  if (!s) {
+    double t0 = ht_now();
+    ffi_call(&cif, p->fn, NULL, a.values);
+    if (kernel_s) *kernel_s = ht_now() - t0;
+  }
+  ffi_args_free(&a);
+  return s;
+}
+
+/* ---- buffers: 64-byte aligned host memory ---- */
+
+static ht_status c_buffer_new(ht_device *dev, size_t bytes, ht_buffer **out) {
+  (void)dev;
+  c_buffer *b = calloc(1, sizeof *b);
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  if (b) b->ptr = aligned_alloc(64, rounded);
+  if (!b || !b->ptr) {
+    free(b);
+    return ht_error(HT_ERR_NOMEM, "cannot allocate a %zu-byte buffer", bytes);
+  }
+  b->bytes = bytes;
+  *out = (ht_buffer *)b;
+  return HT_OK;
+}
+
+static ht_status check_size(const c_buffer *b, size_t bytes) {
+  if (!b) return ht_error(HT_ERR_INVALID, "no buffer");
+  if (bytes > b->bytes) return ht_error(HT_ERR_INVALID, "%zu bytes do not fit a %zu-byte buffer", bytes, b->bytes);
+  return HT_OK;
+}
+
+static ht_status c_buffer_write(ht_device *dev, ht_buffer *buf, const void *host, size_t bytes, double *seconds) {
+  (void)dev;
+  c_buffer *b = (c_buffer *)buf;
+  ht_status s = check_size(b, bytes);
+  if (s) return s;
+  double t0 = ht_now();
+  if (bytes) memcpy(b->ptr, host, bytes);
+  if (seconds) *seconds = ht_now() - t0;
+  return HT_OK;
+}
+
+static ht_status c_buffer_read(ht_device *dev, ht_buffer *buf, void *host, size_t bytes, double *seconds) {
+  (void)dev;
+  c_buffer *b = (c_buffer *)buf;
+  ht_status s = check_size(b, bytes);
+  if (s) return s;
+  double t0 = ht_now();
+  if (bytes) memcpy(host, b->ptr, bytes);
+  if (seconds) *seconds = ht_now() - t0;
+  return HT_OK;
+}
+
+static void c_buffer_free(ht_device *dev, ht_buffer *buf) {
+  (void)dev;
+  c_buffer *b = (c_buffer *)buf;
+  if (!b) return;
+  free(b->ptr);
+  free(b);
+}
+
+const ht_backend_ops ht_backend_c = {
+    .name = "c",
+    .probe = c_probe,
+    .open = c_open,
+    .close = c_close,
+    .compile = c_compile,
+    .program_free = c_program_free,
+    .launch = c_launch,
+    .buffer_new = c_buffer_new,
+    .buffer_write = c_buffer_write,
+    .buffer_read = c_buffer_read,
+    .buffer_free = c_buffer_free,
+};

@@ -1,0 +1,253 @@
+/* Helpers shared by the device backends: scalar conversion, cache files, child-process probing. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "device/backend.h"
+
+void ht_copy_field(char *dst, size_t len, const char *s) { snprintf(dst, len, "%s", s ? s : ""); }
+
+static ht_status scalar_int(ht_value v, ht_dtype t, int arg, int64_t lo, uint64_t hi, ht_scalar *out) {
+  int64_t i = 0;
+  uint64_t u = 0;
+  int neg = 0;
+  if (v.kind == HT_VAL_INT) {
+    i = v.u.i;
+    neg = i < 0;
+    u = (uint64_t)i;
+  } else {
+    double d = trunc(v.u.f);
+    /* Range-check before casting: an out-of-range float-to-int cast is undefined behaviour. */
+    if (!isfinite(d) || d < -9223372036854775808.0 || d >= 18446744073709551616.0)
+      return ht_error(HT_ERR_INVALID, "argument %d: %g does not fit %s", arg, v.u.f, ht_dtype_name(t));
+    neg = d < 0;
+    if (neg) i = (int64_t)d;
+    else u = (uint64_t)d, i = (int64_t)u;
+  }
+  if ((neg && i < lo) || (!neg && u > hi))
+    return ht_error(HT_ERR_INVALID, "argument %d: value out of range for %s", arg, ht_dtype_name(t));
+  switch (t) {
+  case HT_DTYPE_I32: out->i32 = (int32_t)i; break;
+  case HT_DTYPE_U32: out->u32 = (uint32_t)u; break;
+  case HT_DTYPE_I64: out->i64 = i; break;
+  case HT_DTYPE_U64: out->u64 = u; break;
+  case HT_DTYPE_I8: out->i8 = (int8_t)i; break;
+  case HT_DTYPE_U8: out->u8 = (uint8_t)u; break;
+  default: return ht_error(HT_ERR_INVALID, "argument %d: bad type", arg);
+  }
+  return HT_OK;
+}
+
+ht_status ht_scalar_convert(ht_value v, ht_dtype t, int arg, ht_scalar *out) {
+  memset(out, 0, sizeof *out);
+  if (v.kind == HT_VAL_STR)
+    return ht_error(HT_ERR_INVALID, "argument %d: string '%s' given for a %s scalar", arg,
+                    v.u.s ? v.u.s : "", ht_dtype_name(t));
+  switch (t) {
+  case HT_DTYPE_F32: out->f32 = (float)ht_value_as_double(v); return HT_OK;
+  case HT_DTYPE_F64: out->f64 = ht_value_as_double(v); return HT_OK;
+  case HT_DTYPE_I32: return scalar_int(v, t, arg, INT32_MIN, INT32_MAX, out);
+  case HT_DTYPE_U32: return scalar_int(v, t, arg, 0, UINT32_MAX, out);
+  case HT_DTYPE_I64: return scalar_int(v, t, arg, INT64_MIN, INT64_MAX, out);
+  case HT_DTYPE_U64: return scalar_int(v, t, arg, 0, UINT64_MAX, out);
+  case HT_DTYPE_I8: return scalar_int(v, t, arg, INT8_MIN, INT8_MAX, out);
+  case HT_DTYPE_U8: return scalar_int(v, t, arg, 0, UINT8_MAX, out);
+  default: return ht_error(HT_ERR_INVALID, "argument %d: unknown scalar type %d", arg, (int)t);
+  }
+}
+
+ht_status ht_launch_check(const ht_launch *l) {
+  if (!l) return ht_error(HT_ERR_INVALID, "launch: no launch description");
+  if (l->dims < 1 || l->dims > 3) return ht_error(HT_ERR_INVALID, "launch: dims must be 1..3, got %d", l->dims);
+  if (l->n_args < 0 || (l->n_args > 0 && !l->args))
+    return ht_error(HT_ERR_INVALID, "launch: bad argument list (%d arguments)", l->n_args);
+  for (int i = 0; i < l->n_args; i++)
+    if (l->args[i].is_buffer && !l->args[i].buf)
+      return ht_error(HT_ERR_INVALID, "launch: argument %d is a buffer but has none", i);
+  return HT_OK;
+}
+
+uint64_t ht_defines_hash(const ht_defines *defs, uint64_t seed) {
+  uint64_t h = ht_hash_str("defines", seed);
+  if (!defs) return h;
+  for (int i = 0; i < defs->n; i++) {
+    h = ht_hash_str(defs->names[i], h);
+    h = ht_hash_str(defs->values[i], h);
+  }
+  return h;
+}
+
+char *ht_source_dir(const ht_source *src) {
+  if (!src || !src->path) return NULL;
+  const char *slash = strrchr(src->path, '/');
+  if (!slash) return ht_strdup(".");
+  if (slash == src->path) return ht_strdup("/");
+  return ht_strfmt("%.*s", (int)(slash - src->path), src->path);
+}
+
+ht_status ht_cache_subdir(const char *sub, char **out) {
+  char *dir = ht_strfmt("%s/%s", ht_cache_dir(), sub);
+  if (!dir) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status s = ht_mkdir_p(dir);
+  if (s) {
+    free(dir);
+    return s;
+  }
+  *out = dir;
+  return HT_OK;
+}
+
+ht_status ht_cache_write(const char *path, const void *data, size_t len) {
+  char *tmp = ht_strfmt("%s.tmp.XXXXXX", path);
+  if (!tmp) return ht_error(HT_ERR_NOMEM, "out of memory");
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    ht_status s = ht_error(HT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    free(tmp);
+    return s;
+  }
+  const char *p = data;
+  size_t done = 0;
+  while (done < len) {
+    ssize_t w = write(fd, p + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  int ok = done == len;
+  ok = (close(fd) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    ht_status s = ht_error(HT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    unlink(tmp);
+    free(tmp);
+    return s;
+  }
+  free(tmp);
+  return HT_OK;
+}
+
+static int is_blank_line(const char *b, const char *e) {
+  for (; b < e; b++)
+    if (*b != ' ' && *b != '\t' && *b != '\r') return 0;
+  return 1;
+}
+
+void ht_first_error_line(const char *log, char *out, size_t len) {
+  if (!len) return;
+  out[0] = '\0';
+  if (!log) return;
+  const char *first = NULL, *first_end = NULL;
+  for (const char *p = log; *p;) {
+    const char *e = strchr(p, '\n');
+    if (!e) e = p + strlen(p);
+    if (!first && !is_blank_line(p, e)) first = p, first_end = e;
+    /* "error" in the text (gcc "error:", clang "error:", nvrtc "error:"), not a bare path. */
+    const char *hit = strstr(p, "error");
+    if (hit && hit < e) {
+      snprintf(out, len, "%.*s", (int)(e - p), p);
+      return;
+    }
+    p = *e ? e + 1 : e;
+  }
+  if (first) snprintf(out, len, "%.*s", (int)(first_end - first), first);
+}
+
+/* ---- probing in a child process ---- */
+
+typedef struct probe_header {
+  int status;
+  int n;
+  int msg_len;
+} probe_header;
+
+static int write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Reads exactly len bytes, giving up after timeout_ms without progress. */
+static int read_all(int fd, void *data, size_t len, int timeout_ms) {
+  char *p = data;
+  while (len) {
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int r = poll(&pfd, 1, timeout_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    ssize_t n = read(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static void probe_child(int fd, ht_status (*probe)(ht_device_info *, int, int *), int max) {
+  ht_device_info *infos = calloc(max > 0 ? (size_t)max : 1, sizeof *infos);
+  int n = 0;
+  ht_status s = infos ? probe(infos, max, &n) : ht_error(HT_ERR_NOMEM, "out of memory");
+  if (s) n = 0;
+  const char *msg = s ? ht_last_error() : "";
+  probe_header h = {(int)s, n, (int)strlen(msg)};
+  if (write_all(fd, &h, sizeof h) == 0 && write_all(fd, infos, sizeof *infos * (size_t)n) == 0)
+    write_all(fd, msg, (size_t)h.msg_len);
+  free(infos);
+  close(fd);
+  _exit(0); /* no atexit handlers: they belong to the parent */
+}
+
+static ht_status probe_parent(int fd, pid_t pid, ht_device_info *out, int max, int *n) {
+  enum { TIMEOUT_MS = 60000 };
+  probe_header h;
+  ht_status s = HT_OK;
+  if (read_all(fd, &h, sizeof h, TIMEOUT_MS) || h.n < 0 || h.n > max || h.msg_len < 0 || h.msg_len > 4096) {
+    s = ht_error(HT_ERR_DEVICE, "device probe process failed or timed out");
+  } else if (read_all(fd, out, sizeof *out * (size_t)h.n, TIMEOUT_MS)) {
+    s = ht_error(HT_ERR_DEVICE, "device probe process died while reporting");
+  } else {
+    char msg[4097];
+    if (read_all(fd, msg, (size_t)h.msg_len, TIMEOUT_MS)) h.msg_len = 0;
+    msg[h.msg_len] = '\0';
+    *n = h.n;
+    s = h.status ? ht_error((ht_status)h.status, "%s", msg) : HT_OK;
+  }
+  close(fd);
+  if (s == HT_ERR_DEVICE) kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+  return s;
+}
+
+ht_status ht_probe_in_child(ht_status (*probe)(ht_device_info *, int, int *), ht_device_info *out,
+                            int max, int *n) {
+  *n = 0;
+  int fds[2];
+  if (pipe(fds) != 0) return probe(out, max, n);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return probe(out, max, n);
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    probe_child(fds[1], probe, max);
+  }
+  close(fds[1]);
+  return probe_parent(fds[0], pid, out, max, n);
+}

@@ -1,0 +1,15 @@
+/* Internal: the CUDA backend's NVRTC step, exposed so host-only tests can compile kernels to PTX
+ * without a GPU. */
+#ifndef HETUNE_DEVICE_CUDA_NVRTC_H
+#define HETUNE_DEVICE_CUDA_NVRTC_H
+
+#include "hetune/device.h"
+
+/* Compiles src (CUDA C++) with the defines to PTX for arch ("compute_90"; NULL = the lowest
+ * architecture this NVRTC supports, at least compute_75). *ptx and *log are malloc'ed (either
+ * may be set on failure; caller frees). HT_ERR_UNSUPPORTED when NVRTC cannot be loaded,
+ * HT_ERR_COMPILE with the log when the source does not compile. */
+ht_status ht_cuda_compile_ptx(const ht_source *src, const ht_defines *defs, const char *arch, char **ptx,
+                              char **log);
+
+#endif
