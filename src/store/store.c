@@ -1,0 +1,359 @@
+/* The store: opening (judging a file before anything is written to it), statements, errors, and the
+ * upserts of devices, kernels, problems and sessions. Evaluations live in store_eval.c, the
+ * schema in store_schema.c, exports in store_export.c. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/store_internal.h"
+
+static const char *const stmt_sql[HTS_NSTMT] = {
+    [HTS_PUT_DEVICE] =
+        "INSERT INTO devices (backend, device_id, name, vendor, driver_version, runtime_version,"
+        " compiler_version, compute_units, max_threads, warp_size, clock_mhz, global_mem_bytes,"
+        " local_mem_bytes, max_alloc_bytes, max_work_group_size, max_work_item_x, max_work_item_y,"
+        " max_work_item_z, fingerprint, first_seen, last_seen)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?20)"
+        " ON CONFLICT (fingerprint) DO UPDATE SET device_id = excluded.device_id,"
+        " compute_units = excluded.compute_units, max_threads = excluded.max_threads,"
+        " warp_size = excluded.warp_size, clock_mhz = excluded.clock_mhz,"
+        " global_mem_bytes = excluded.global_mem_bytes, local_mem_bytes = excluded.local_mem_bytes,"
+        " max_alloc_bytes = excluded.max_alloc_bytes, max_work_group_size = excluded.max_work_group_size,"
+        " max_work_item_x = excluded.max_work_item_x, max_work_item_y = excluded.max_work_item_y,"
+        " max_work_item_z = excluded.max_work_item_z, last_seen = excluded.last_seen RETURNING id",
+    [HTS_PUT_KERNEL] =
+        "INSERT INTO kernels (name, language, source_hash, spec_path, space_json, created)"
+        " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (name, source_hash) DO UPDATE SET"
+        " language = coalesce(excluded.language, language), spec_path = coalesce(excluded.spec_path, spec_path),"
+        " space_json = coalesce(excluded.space_json, space_json) RETURNING id",
+    /* The no-op update makes RETURNING give the id of an existing row too. */
+    [HTS_PUT_PROBLEM] = "INSERT INTO problems (kernel_id, sizes) VALUES (?1, ?2)"
+                        " ON CONFLICT (kernel_id, sizes) DO UPDATE SET sizes = excluded.sizes RETURNING id",
+    [HTS_SESSION_BEGIN] =
+        "INSERT INTO sessions (kernel_id, device_id, problem_id, strategy, seed, budget_evals,"
+        " budget_seconds, options_json, host, started, status, n_evals)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'running',0) RETURNING id",
+    [HTS_SESSION_END] = "UPDATE sessions SET ended = ?2, status = ?3, n_evals = ?4, best_time = ?5 WHERE id = ?1",
+    [HTS_PUT_EVAL] =
+        "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key,"
+        " config_json, status, time_s, mean_s, stddev_s, min_s, max_s, rsd, n_samples, samples_json,"
+        " compile_s, compile_cached, verify_s, h2d_s, d2h_s, framework_s, wall_s, timestamp,"
+        " metrics_json, message) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"
+        "?18,?19,?20,?21,?22,?23,?24,?25)",
+    /* Kept current with every evaluation so a killed session still reports what it did. */
+    [HTS_SESSION_TALLY] =
+        "UPDATE sessions SET n_evals = n_evals + 1, best_time = CASE WHEN ?2 IS NOT NULL AND"
+        " (best_time IS NULL OR ?2 < best_time) THEN ?2 ELSE best_time END WHERE id = ?1",
+    [HTS_GET_EVAL] = "SELECT e.id, " HTS_EVAL_COLS " FROM evaluations e WHERE e.kernel_id = ?1 AND"
+                     " e.device_id = ?2 AND e.problem_id = ?3 AND e.config_key = ?4 ORDER BY e.id DESC LIMIT 1",
+    [HTS_BEST] = "SELECT e.config_key, " HTS_EVAL_COLS " FROM evaluations e WHERE e.kernel_id = ?1 AND"
+                 " e.device_id = ?2 AND e.problem_id = ?3 AND e.status = 'ok' AND e.time_s IS NOT NULL"
+                 " ORDER BY e.time_s, e.id LIMIT 1",
+};
+
+ht_status hts_fail(ht_store *st, int rc, const char *what) {
+  const char *path = st->path, *msg = sqlite3_errmsg(st->db);
+  switch (rc & 0xff) {
+  case SQLITE_FULL: return ht_error(HT_ERR_IO, "%s: %s: disk full (%s)", path, what, msg);
+  case SQLITE_READONLY: return ht_error(HT_ERR_STORE, "%s: database is read-only (%s: %s)", path, what, msg);
+  case SQLITE_IOERR:
+  case SQLITE_CANTOPEN: return ht_error(HT_ERR_IO, "%s: %s: I/O error (%s)", path, what, msg);
+  case SQLITE_NOMEM: return ht_error(HT_ERR_NOMEM, "%s: %s: out of memory", path, what);
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED: return ht_error(HT_ERR_STORE, "%s: %s: database is locked by another process", path, what);
+  case SQLITE_CORRUPT:
+  case SQLITE_NOTADB: return ht_error(HT_ERR_STORE, "%s: %s: database is corrupt (%s)", path, what, msg);
+  case SQLITE_CONSTRAINT: return ht_error(HT_ERR_INVALID, "%s: %s: %s", path, what, msg);
+  default: return ht_error(HT_ERR_STORE, "%s: %s: %s", path, what, msg);
+  }
+}
+
+ht_status hts_writable(ht_store *st, const char *what) {
+  if (!st) return ht_error(HT_ERR_INVALID, "store is NULL");
+  if (st->readonly) return ht_error(HT_ERR_STORE, "%s: database is read-only (cannot %s)", st->path, what);
+  return HT_OK;
+}
+
+ht_status hts_stmt(ht_store *st, int id, sqlite3_stmt **out) {
+  if (!st->stmt[id]) {
+    int rc = sqlite3_prepare_v3(st->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL);
+    if (rc != SQLITE_OK) return hts_fail(st, rc, "prepare statement");
+  }
+  sqlite3_reset(st->stmt[id]);
+  sqlite3_clear_bindings(st->stmt[id]);
+  *out = st->stmt[id];
+  return HT_OK;
+}
+
+ht_status hts_prepare(ht_store *st, const char *sql, sqlite3_stmt **out) {
+  int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
+  return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, "prepare query");
+}
+
+ht_status hts_exec(ht_store *st, const char *sql, const char *what) {
+  int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+  return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, what);
+}
+
+ht_status hts_step_id(ht_store *st, sqlite3_stmt *s, const char *what, int64_t *id) {
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    if (id) *id = sqlite3_column_int64(s, 0);
+    rc = sqlite3_step(s);
+  }
+  ht_status r = rc == SQLITE_DONE ? HT_OK : hts_fail(st, rc, what);
+  sqlite3_reset(s);
+  return r;
+}
+
+/* ---- opening ---- */
+
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return ht_strdup(".");
+  if (slash == path) return ht_strdup("/");
+  return ht_strfmt("%.*s", (int)(slash - path), path);
+}
+
+/* WAL needs the -wal and -shm files beside the database, so the folder must be writable too. */
+static int dir_writable(const char *path) {
+  char *dir = dir_of(path);
+  int ok = dir && access(dir, W_OK | X_OK) == 0;
+  free(dir);
+  return ok;
+}
+
+/* A file: URI, so paths with '?' or '#' stay paths and immutable=1 can be asked for. */
+static char *file_uri(const char *path, int immutable) {
+  ht_buf b = {0};
+  ht_buf_append(&b, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/-_.~", *p))
+      ht_buf_appendf(&b, "%c", *p);
+    else
+      ht_buf_appendf(&b, "%%%02X", *p);
+  }
+  if (immutable) ht_buf_append(&b, "?immutable=1");
+  if (b.failed) {
+    ht_buf_free(&b);
+    return NULL;
+  }
+  return b.data;
+}
+
+static ht_status open_conn(const char *path, int flags, int immutable, sqlite3 **out) {
+  *out = NULL;
+  char *uri = file_uri(path, immutable);
+  if (!uri) return ht_error(HT_ERR_NOMEM, "out of memory");
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2(uri, &db, flags | SQLITE_OPEN_URI, NULL);
+  free(uri);
+  if (rc != SQLITE_OK) {
+    ht_status s = ht_error((rc & 0xff) == SQLITE_NOMEM ? HT_ERR_NOMEM : HT_ERR_IO, "%s: cannot open database (%s)",
+                           path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  *out = db;
+  return HT_OK;
+}
+
+static int file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* Removes the empty -wal/-shm files that merely reading a WAL-format file created, so a rejected
+ * file is left exactly as we found it. */
+static void remove_side_files(const char *path, int had_wal, int had_shm) {
+  const char *sfx[2] = {"-wal", "-shm"};
+  int had[2] = {had_wal, had_shm};
+  for (int i = 0; i < 2; i++) {
+    char *p = ht_strfmt("%s%s", path, sfx[i]);
+    struct stat sb;
+    if (p && !had[i] && stat(p, &sb) == 0 && (i == 1 || sb.st_size == 0)) unlink(p);
+    free(p);
+  }
+}
+
+/* Looks at an existing file through a read-only connection, so judging it writes nothing. A WAL
+ * file in a read-only folder cannot get its -shm, and is then read as immutable. */
+static ht_status inspect_file(const char *path, long long size, int *immutable, hts_inspect *in) {
+  ht_status s = hts_check_header(path, size);
+  if (s) return s;
+  char *wal = ht_strfmt("%s-wal", path), *shm = ht_strfmt("%s-shm", path);
+  int had_wal = wal && file_exists(wal), had_shm = shm && file_exists(shm);
+  free(wal);
+  free(shm);
+  for (*immutable = 0; *immutable < 2; ++*immutable) {
+    sqlite3 *db = NULL;
+    s = open_conn(path, SQLITE_OPEN_READONLY, *immutable, &db);
+    if (!s) s = hts_inspect_db(db, path, size, in);
+    sqlite3_close(db);
+    if (s != HT_ERR_IO) break;
+  }
+  if (*immutable == 2) *immutable = 1;
+  if (s) remove_side_files(path, had_wal, had_shm);
+  return s;
+}
+
+static ht_status configure(ht_store *st) {
+  ht_status s = hts_exec(st, "PRAGMA foreign_keys = ON", "enable foreign keys");
+  if (s || st->readonly) return s;
+  /* WAL: readers never block the tuner's writes. synchronous=FULL: a committed evaluation
+   * survives power loss too, not only kill -9; one fsync per evaluation is cheap next to it. */
+  s = hts_exec(st, "PRAGMA journal_mode = WAL", "enable WAL");
+  if (!s) s = hts_exec(st, "PRAGMA synchronous = FULL", "set synchronous");
+  if (!s) s = hts_migrate(st);
+  return s;
+}
+
+static ht_status check_new_file(const char *path) {
+  char *dir = dir_of(path);
+  struct stat sb;
+  ht_status s = HT_OK;
+  if (!dir) return ht_error(HT_ERR_NOMEM, "out of memory");
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    s = ht_error(HT_ERR_IO, "%s: cannot create database: folder %s does not exist", path, dir);
+  else if (access(dir, W_OK | X_OK) != 0)
+    s = ht_error(HT_ERR_IO, "%s: cannot create database: folder %s is not writable", path, dir);
+  free(dir);
+  return s;
+}
+
+static ht_status open_impl(const char *path, int want_write, ht_store **out) {
+  if (!out) return ht_error(HT_ERR_INVALID, "store: out is NULL");
+  *out = NULL;
+  if (!path || !*path) return ht_error(HT_ERR_INVALID, "store: empty database path");
+  struct stat sb;
+  int exists = stat(path, &sb) == 0;
+  if (!exists && errno != ENOENT) return ht_error(HT_ERR_IO, "%s: %s", path, strerror(errno));
+  if (!exists && !want_write) return ht_error(HT_ERR_IO, "%s: no such database", path);
+  if (exists && !S_ISREG(sb.st_mode)) return ht_error(HT_ERR_IO, "%s: not a regular file", path);
+  int readonly = !want_write || (exists && (access(path, W_OK) != 0 || !dir_writable(path)));
+  int immutable = 0;
+  hts_inspect in = {0};
+  ht_status s = exists ? inspect_file(path, (long long)sb.st_size, &immutable, &in) : check_new_file(path);
+  if (!s) s = hts_judge(path, &in, readonly);
+  if (s) return s;
+
+  ht_store *st = calloc(1, sizeof *st);
+  if (!st || !(st->path = ht_strdup(path))) {
+    free(st);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  st->readonly = readonly;
+  int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  s = open_conn(path, flags, readonly && immutable, &st->db);
+  if (!s) s = configure(st);
+  if (s) {
+    ht_store_close(st);
+    return s;
+  }
+  *out = st;
+  return HT_OK;
+}
+
+ht_status ht_store_open(const char *path, ht_store **out) { return open_impl(path, 1, out); }
+
+ht_status ht_store_open_readonly(const char *path, ht_store **out) { return open_impl(path, 0, out); }
+
+void ht_store_close(ht_store *st) {
+  if (!st) return;
+  for (int i = 0; i < HTS_NSTMT; i++) sqlite3_finalize(st->stmt[i]);
+  sqlite3_close(st->db);
+  free(st->path);
+  free(st);
+}
+
+const char *ht_store_path(const ht_store *st) { return st ? st->path : NULL; }
+
+/* ---- devices, kernels, problems ---- */
+
+static int bind_device(sqlite3_stmt *s, const ht_device_info *d) {
+  int rc = hts_bind_text(s, 1, d->backend) | hts_bind_text(s, 2, d->id) | hts_bind_text(s, 3, d->name);
+  rc |= hts_bind_text(s, 4, d->vendor) | hts_bind_text(s, 5, d->driver_version) | hts_bind_text(s, 6, d->runtime_version);
+  rc |= hts_bind_text(s, 7, d->compiler_version) | sqlite3_bind_int(s, 8, d->compute_units);
+  rc |= sqlite3_bind_int(s, 9, d->max_threads) | sqlite3_bind_int(s, 10, d->warp_size);
+  rc |= sqlite3_bind_int(s, 11, d->clock_mhz) | sqlite3_bind_int64(s, 12, (sqlite3_int64)d->global_mem_bytes);
+  rc |= sqlite3_bind_int64(s, 13, (sqlite3_int64)d->local_mem_bytes);
+  rc |= sqlite3_bind_int64(s, 14, (sqlite3_int64)d->max_alloc_bytes);
+  rc |= sqlite3_bind_int64(s, 15, (sqlite3_int64)d->max_work_group_size);
+  for (int i = 0; i < 3; i++) rc |= sqlite3_bind_int64(s, 16 + i, (sqlite3_int64)d->max_work_item_sizes[i]);
+  rc |= hts_bind_text(s, 19, d->fingerprint) | sqlite3_bind_double(s, 20, ht_wall_time());
+  return rc;
+}
+
+ht_status ht_store_put_device(ht_store *st, const ht_device_info *info, int64_t *id) {
+  ht_status r = hts_writable(st, "store a device");
+  if (r) return r;
+  if (!info || !info->fingerprint[0])
+    return ht_error(HT_ERR_INVALID, "%s: device %s has no fingerprint", st->path, info ? info->id : "(null)");
+  sqlite3_stmt *s;
+  if ((r = hts_stmt(st, HTS_PUT_DEVICE, &s))) return r;
+  if (bind_device(s, info) != SQLITE_OK) return hts_fail(st, SQLITE_ERROR, "bind device");
+  return hts_step_id(st, s, "store device", id);
+}
+
+ht_status ht_store_put_kernel(ht_store *st, const char *name, const char *language, const char *source_hash,
+                              const char *spec_path, const char *space_json, int64_t *id) {
+  ht_status r = hts_writable(st, "store a kernel");
+  if (r) return r;
+  if (!name || !*name || !source_hash || !*source_hash)
+    return ht_error(HT_ERR_INVALID, "%s: a kernel needs a name and a source hash", st->path);
+  sqlite3_stmt *s;
+  if ((r = hts_stmt(st, HTS_PUT_KERNEL, &s))) return r;
+  int rc = hts_bind_text(s, 1, name) | hts_bind_text(s, 2, language) | hts_bind_text(s, 3, source_hash);
+  rc |= hts_bind_text(s, 4, spec_path) | hts_bind_text(s, 5, space_json) | sqlite3_bind_double(s, 6, ht_wall_time());
+  if (rc != SQLITE_OK) return hts_fail(st, rc, "bind kernel");
+  return hts_step_id(st, s, "store kernel", id);
+}
+
+ht_status ht_store_put_problem(ht_store *st, int64_t kernel_id, const char *sizes, int64_t *id) {
+  ht_status r = hts_writable(st, "store a problem");
+  if (r) return r;
+  if (!sizes) return ht_error(HT_ERR_INVALID, "%s: problem sizes are NULL", st->path);
+  sqlite3_stmt *s;
+  if ((r = hts_stmt(st, HTS_PUT_PROBLEM, &s))) return r;
+  if ((sqlite3_bind_int64(s, 1, kernel_id) | hts_bind_text(s, 2, sizes)) != SQLITE_OK)
+    return hts_fail(st, SQLITE_ERROR, "bind problem");
+  return hts_step_id(st, s, "store problem (is the kernel id valid?)", id);
+}
+
+/* ---- sessions ---- */
+
+ht_status ht_store_session_begin(ht_store *st, const ht_session_info *si, int64_t *session_id) {
+  ht_status r = hts_writable(st, "begin a session");
+  if (r) return r;
+  if (!si || !si->strategy) return ht_error(HT_ERR_INVALID, "%s: session has no strategy", st->path);
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  sqlite3_stmt *s;
+  if ((r = hts_stmt(st, HTS_SESSION_BEGIN, &s))) return r;
+  int rc = hts_bind_id(s, 1, si->kernel_id) | hts_bind_id(s, 2, si->device_id) | hts_bind_id(s, 3, si->problem_id);
+  rc |= hts_bind_text(s, 4, si->strategy) | sqlite3_bind_int64(s, 5, (sqlite3_int64)si->seed);
+  rc |= sqlite3_bind_int64(s, 6, si->budget_evals) | sqlite3_bind_double(s, 7, si->budget_seconds);
+  rc |= hts_bind_text(s, 8, si->options_json) | hts_bind_text(s, 9, host) | sqlite3_bind_double(s, 10, ht_wall_time());
+  if (rc != SQLITE_OK) return hts_fail(st, rc, "bind session");
+  return hts_step_id(st, s, "begin session", session_id);
+}
+
+ht_status ht_store_session_end(ht_store *st, int64_t session_id, const char *status, int64_t n_evals,
+                               double best_time_s) {
+  ht_status r = hts_writable(st, "end a session");
+  if (r) return r;
+  if (!status || (strcmp(status, "finished") && strcmp(status, "interrupted") && strcmp(status, "failed")))
+    return ht_error(HT_ERR_INVALID, "%s: session status '%s' is not finished, interrupted or failed", st->path,
+                    status ? status : "(null)");
+  sqlite3_stmt *s;
+  if ((r = hts_stmt(st, HTS_SESSION_END, &s))) return r;
+  int rc = sqlite3_bind_int64(s, 1, session_id) | sqlite3_bind_double(s, 2, ht_wall_time());
+  rc |= hts_bind_text(s, 3, status) | sqlite3_bind_int64(s, 4, n_evals);
+  /* NaN binds as NULL: "no best time". */
+  rc |= sqlite3_bind_double(s, 5, best_time_s);
+  if (rc != SQLITE_OK) return hts_fail(st, rc, "bind session");
+  if ((r = hts_step_id(st, s, "end session", NULL))) return r;
+  if (sqlite3_changes(st->db) == 0)
+    return ht_error(HT_ERR_NOTFOUND, "%s: no session %lld", st->path, (long long)session_id);
+  return HT_OK;
+}

@@ -1,0 +1,314 @@
+/* Evaluations and session queries: writing a result (one committed transaction each), reading it
+ * back bit-exactly, and iterating for show/export. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/store_internal.h"
+
+/* ---- JSON columns ---- */
+
+/* %.17g round-trips every double through strtod; JSON has no NaN or Inf, so those become null. */
+static char *samples_json(const ht_result *r) {
+  ht_buf b = {0};
+  int n = r->n_samples < 0 ? 0 : r->n_samples > HT_MAX_SAMPLES ? HT_MAX_SAMPLES : r->n_samples;
+  ht_buf_append(&b, "[");
+  for (int i = 0; i < n; i++) {
+    if (i) ht_buf_append(&b, ",");
+    if (isfinite(r->samples[i])) ht_buf_appendf(&b, "%.17g", r->samples[i]);
+    else ht_buf_append(&b, "null");
+  }
+  ht_buf_append(&b, "]");
+  if (b.failed) {
+    ht_buf_free(&b);
+    return NULL;
+  }
+  return b.data;
+}
+
+/* {"name": value, ...}; NULL when there are no metrics. *oom set on allocation failure. */
+static char *metrics_json(const ht_result *r, int *oom) {
+  *oom = 0;
+  if (r->n_metrics <= 0) return NULL;
+  json_t *o = json_object();
+  int n = r->n_metrics > HT_MAX_METRICS ? HT_MAX_METRICS : r->n_metrics;
+  for (int i = 0; o && i < n; i++) {
+    char name[sizeof r->metrics[i].name];
+    snprintf(name, sizeof name, "%.*s", (int)sizeof name - 1, r->metrics[i].name);
+    double v = r->metrics[i].value;
+    json_object_set_new(o, name, isfinite(v) ? json_real(v) : json_null());
+  }
+  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+  json_decref(o);
+  *oom = text == NULL;
+  return text;
+}
+
+static void parse_samples(const char *text, ht_result *r) {
+  json_t *a = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+  size_t n = json_is_array(a) ? json_array_size(a) : 0;
+  if (n > HT_MAX_SAMPLES) n = HT_MAX_SAMPLES;
+  for (size_t i = 0; i < n; i++) {
+    json_t *v = json_array_get(a, i);
+    r->samples[i] = json_is_number(v) ? json_number_value(v) : NAN;
+  }
+  r->n_samples = (int)n;
+  json_decref(a);
+}
+
+static void parse_metrics(const char *text, ht_result *r) {
+  json_t *o = text && *text ? json_loads(text, 0, NULL) : NULL;
+  const char *key;
+  json_t *v;
+  r->n_metrics = 0;
+  if (json_is_object(o)) {
+    json_object_foreach(o, key, v) {
+      if (r->n_metrics == HT_MAX_METRICS) break;
+      ht_metric *m = &r->metrics[r->n_metrics++];
+      snprintf(m->name, sizeof m->name, "%s", key);
+      m->value = json_is_number(v) ? json_number_value(v) : NAN;
+    }
+  }
+  json_decref(o);
+}
+
+/* ---- rows ---- */
+
+double hts_col_double(sqlite3_stmt *s, int col) {
+  return sqlite3_column_type(s, col) == SQLITE_NULL ? NAN : sqlite3_column_double(s, col);
+}
+
+const char *hts_col_text(sqlite3_stmt *s, int col) {
+  const char *t = (const char *)sqlite3_column_text(s, col);
+  return t ? t : "";
+}
+
+static ht_eval_status status_from_name(const char *name) {
+  for (int i = HT_EVAL_OK; i <= HT_EVAL_CONSTRAINTS; i++)
+    if (strcmp(name, ht_eval_status_name((ht_eval_status)i)) == 0) return (ht_eval_status)i;
+  return HT_EVAL_RUNTIME; /* a status a later hetune invented: not usable as a time */
+}
+
+void hts_row_result(sqlite3_stmt *s, int c, ht_result *r) {
+  ht_result_init(r);
+  r->status = status_from_name(hts_col_text(s, c + 0));
+  r->time_s = hts_col_double(s, c + 1);
+  r->mean_s = hts_col_double(s, c + 2);
+  r->stddev_s = hts_col_double(s, c + 3);
+  r->min_s = hts_col_double(s, c + 4);
+  r->max_s = hts_col_double(s, c + 5);
+  r->rsd = hts_col_double(s, c + 6);
+  parse_samples((const char *)sqlite3_column_text(s, c + 8), r);
+  r->compile_s = hts_col_double(s, c + 9);
+  r->compile_cached = sqlite3_column_int(s, c + 10);
+  r->verify_s = hts_col_double(s, c + 11);
+  r->h2d_s = hts_col_double(s, c + 12);
+  r->d2h_s = hts_col_double(s, c + 13);
+  r->framework_s = hts_col_double(s, c + 14);
+  r->wall_s = hts_col_double(s, c + 15);
+  r->timestamp = hts_col_double(s, c + 16);
+  parse_metrics((const char *)sqlite3_column_text(s, c + 17), r);
+  snprintf(r->message, sizeof r->message, "%s", hts_col_text(s, c + 18));
+}
+
+void hts_iso8601(double t, char out[40]) {
+  long long ms = isfinite(t) && t > 0 ? llround(t * 1000.0) : 0;
+  time_t sec = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&sec, &tm);
+  char date[32];
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out, 40, "%s.%03dZ", date, (int)(ms % 1000));
+}
+
+/* ---- writing ---- */
+
+static int bind_result(sqlite3_stmt *s, const ht_result *r, const char *samples, const char *metrics) {
+  int rc = hts_bind_text(s, 7, ht_eval_status_name(r->status));
+  const double v1[] = {r->time_s, r->mean_s, r->stddev_s, r->min_s, r->max_s, r->rsd};
+  for (int i = 0; i < 6; i++) rc |= sqlite3_bind_double(s, 8 + i, v1[i]); /* NaN binds as NULL */
+  int n = r->n_samples < 0 ? 0 : r->n_samples > HT_MAX_SAMPLES ? HT_MAX_SAMPLES : r->n_samples;
+  rc |= sqlite3_bind_int(s, 14, n) | hts_bind_text(s, 15, samples);
+  rc |= sqlite3_bind_double(s, 16, r->compile_s) | sqlite3_bind_int(s, 17, r->compile_cached != 0);
+  const double v2[] = {r->verify_s, r->h2d_s, r->d2h_s, r->framework_s, r->wall_s};
+  for (int i = 0; i < 5; i++) rc |= sqlite3_bind_double(s, 18 + i, v2[i]);
+  rc |= sqlite3_bind_double(s, 23, r->timestamp > 0 ? r->timestamp : ht_wall_time());
+  rc |= hts_bind_text(s, 24, metrics);
+  char msg[sizeof r->message];
+  snprintf(msg, sizeof msg, "%.*s", (int)sizeof msg - 1, r->message);
+  rc |= msg[0] ? sqlite3_bind_text(s, 25, msg, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(s, 25);
+  return rc;
+}
+
+static ht_status insert_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
+                             const char *samples, const char *metrics, int64_t *eval_id) {
+  sqlite3_stmt *s;
+  ht_status e = hts_stmt(st, HTS_PUT_EVAL, &s);
+  if (e) return e;
+  int rc = hts_bind_id(s, 1, session_id) | sqlite3_bind_int64(s, 2, k->kernel_id);
+  rc |= sqlite3_bind_int64(s, 3, k->device_id) | sqlite3_bind_int64(s, 4, k->problem_id);
+  rc |= hts_bind_text(s, 5, k->config_key) | hts_bind_text(s, 6, k->config_json ? k->config_json : "{}");
+  rc |= bind_result(s, r, samples, metrics);
+  if (rc != SQLITE_OK) return hts_fail(st, rc, "bind evaluation");
+  e = hts_step_id(st, s, "store evaluation (are the kernel, device, problem and session ids valid?)", NULL);
+  if (!e && eval_id) *eval_id = sqlite3_last_insert_rowid(st->db);
+  if (e || session_id <= 0) return e;
+  if ((e = hts_stmt(st, HTS_SESSION_TALLY, &s))) return e;
+  rc = sqlite3_bind_int64(s, 1, session_id);
+  rc |= sqlite3_bind_double(s, 2, r->status == HT_EVAL_OK ? r->time_s : NAN);
+  if (rc != SQLITE_OK) return hts_fail(st, rc, "bind session tally");
+  return hts_step_id(st, s, "update session", NULL);
+}
+
+ht_status ht_store_put_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
+                            int64_t *eval_id) {
+  ht_status e = hts_writable(st, "store an evaluation");
+  if (e) return e;
+  if (!k || !r || !k->config_key) return ht_error(HT_ERR_INVALID, "%s: evaluation without key or result", st->path);
+  int oom;
+  char *samples = samples_json(r), *metrics = metrics_json(r, &oom);
+  if (!samples || oom) e = ht_error(HT_ERR_NOMEM, "out of memory");
+  /* One transaction for the row and its session tally: committed here, so kill -9 after we
+   * return loses nothing, and a kill before leaves neither. */
+  if (!e) e = hts_exec(st, "BEGIN IMMEDIATE", "begin evaluation");
+  if (!e) {
+    e = insert_eval(st, session_id, k, r, samples, metrics, eval_id);
+    if (!e) e = hts_exec(st, "COMMIT", "commit evaluation");
+    if (e) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  free(samples);
+  free(metrics);
+  return e;
+}
+
+/* ---- reading ---- */
+
+static ht_status bind_kdp(ht_store *st, sqlite3_stmt *s, int64_t kernel, int64_t device, int64_t problem) {
+  int rc = sqlite3_bind_int64(s, 1, kernel) | sqlite3_bind_int64(s, 2, device) | sqlite3_bind_int64(s, 3, problem);
+  return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, "bind query");
+}
+
+ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, int *found) {
+  if (!st || !k || !k->config_key || !out || !found) return ht_error(HT_ERR_INVALID, "store_get_eval: NULL argument");
+  *found = 0;
+  sqlite3_stmt *s;
+  ht_status e = hts_stmt(st, HTS_GET_EVAL, &s);
+  if (!e) e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
+  if (e) return e;
+  if (hts_bind_text(s, 4, k->config_key) != SQLITE_OK) return hts_fail(st, SQLITE_ERROR, "bind query");
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    hts_row_result(s, 1, out);
+    *found = 1;
+  } else if (rc != SQLITE_DONE) {
+    e = hts_fail(st, rc, "read evaluation");
+  }
+  sqlite3_reset(s);
+  return e;
+}
+
+ht_status ht_store_best(ht_store *st, int64_t kernel_id, int64_t device_id, int64_t problem_id, ht_result *out,
+                        char *key_buf, size_t key_len, int *found) {
+  if (!st || !out || !found) return ht_error(HT_ERR_INVALID, "store_best: NULL argument");
+  *found = 0;
+  sqlite3_stmt *s;
+  ht_status e = hts_stmt(st, HTS_BEST, &s);
+  if (!e) e = bind_kdp(st, s, kernel_id, device_id, problem_id);
+  if (e) return e;
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    hts_row_result(s, 1, out);
+    if (key_buf && key_len) snprintf(key_buf, key_len, "%s", hts_col_text(s, 0));
+    *found = 1;
+  } else if (rc != SQLITE_DONE) {
+    e = hts_fail(st, rc, "read best evaluation");
+  }
+  sqlite3_reset(s);
+  return e;
+}
+
+static ht_status query_evals(ht_store *st, const ht_eval_filter *f, sqlite3_stmt **out) {
+  static const char sql[] =
+      "SELECT e.id, e.session_id, k.name, k.language, k.source_hash, d.device_id, d.name, d.fingerprint,"
+      " p.sizes, e.config_key, e.config_json, " HTS_EVAL_COLS
+      " FROM evaluations e JOIN kernels k ON k.id = e.kernel_id JOIN devices d ON d.id = e.device_id"
+      " JOIN problems p ON p.id = e.problem_id"
+      " WHERE (?1 IS NULL OR k.name = ?1) AND (?2 IS NULL OR d.device_id = ?2)"
+      " AND (?3 IS NULL OR p.sizes = ?3) AND (?4 = 0 OR e.status = 'ok') ORDER BY e.id";
+  ht_eval_filter none = {0};
+  if (!f) f = &none;
+  ht_status e = hts_prepare(st, sql, out);
+  if (e) return e;
+  int rc = hts_bind_text(*out, 1, f->kernel_name) | hts_bind_text(*out, 2, f->device_id);
+  rc |= hts_bind_text(*out, 3, f->problem) | sqlite3_bind_int(*out, 4, f->only_ok != 0);
+  if (rc == SQLITE_OK) return HT_OK;
+  sqlite3_finalize(*out);
+  *out = NULL;
+  return hts_fail(st, rc, "bind filter");
+}
+
+static void row_record(sqlite3_stmt *s, ht_eval_record *rec) {
+  rec->eval_id = sqlite3_column_int64(s, 0);
+  rec->session_id = sqlite3_column_int64(s, 1);
+  const char **txt[] = {&rec->kernel_name, &rec->language, &rec->source_hash, &rec->device_id,
+                        &rec->device_name, &rec->device_fingerprint, &rec->problem, &rec->config_key,
+                        &rec->config_json};
+  for (int i = 0; i < 9; i++) *txt[i] = hts_col_text(s, 2 + i);
+  hts_row_result(s, 11, &rec->result);
+}
+
+ht_status ht_store_each_eval(ht_store *st, const ht_eval_filter *f, ht_eval_visit_fn fn, void *ctx) {
+  if (!st || !fn) return ht_error(HT_ERR_INVALID, "store_each_eval: NULL argument");
+  sqlite3_stmt *s;
+  ht_status e = query_evals(st, f, &s);
+  if (e) return e;
+  /* Large (a whole ht_result); on the heap to keep the caller's stack small. */
+  ht_eval_record *rec = malloc(sizeof *rec);
+  int rc = rec ? SQLITE_ROW : SQLITE_NOMEM;
+  while (rc == SQLITE_ROW && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    row_record(s, rec);
+    if (fn(rec, ctx)) rc = SQLITE_DONE;
+  }
+  if (rc != SQLITE_DONE) e = hts_fail(st, rc, "read evaluations");
+  free(rec);
+  sqlite3_finalize(s);
+  return e;
+}
+
+ht_status ht_store_each_session(ht_store *st, ht_session_visit_fn fn, void *ctx) {
+  static const char sql[] =
+      "SELECT s.id, k.name, d.device_id, p.sizes, s.strategy, s.status, s.seed, s.n_evals, s.budget_evals,"
+      " s.budget_seconds, s.started, s.ended, s.best_time FROM sessions s"
+      " LEFT JOIN kernels k ON k.id = s.kernel_id LEFT JOIN devices d ON d.id = s.device_id"
+      " LEFT JOIN problems p ON p.id = s.problem_id ORDER BY s.id";
+  if (!st || !fn) return ht_error(HT_ERR_INVALID, "store_each_session: NULL argument");
+  sqlite3_stmt *s;
+  ht_status e = hts_prepare(st, sql, &s);
+  if (e) return e;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    ht_session_record r = {.session_id = sqlite3_column_int64(s, 0)};
+    r.kernel_name = hts_col_text(s, 1);
+    r.device_id = hts_col_text(s, 2);
+    r.problem = hts_col_text(s, 3);
+    r.strategy = hts_col_text(s, 4);
+    r.status = hts_col_text(s, 5);
+    r.seed = (uint64_t)sqlite3_column_int64(s, 6);
+    r.n_evals = sqlite3_column_int64(s, 7);
+    r.budget_evals = sqlite3_column_int64(s, 8);
+    r.budget_seconds = sqlite3_column_double(s, 9);
+    r.started = hts_col_double(s, 10);
+    r.ended = hts_col_double(s, 11);
+    r.best_time_s = hts_col_double(s, 12);
+    if (fn(&r, ctx)) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  if (rc != SQLITE_DONE) e = hts_fail(st, rc, "read sessions");
+  sqlite3_finalize(s);
+  return e;
+}

@@ -1,0 +1,85 @@
+/* Shared between the store's files (store.c, store_schema.c, store_eval.c, store_export.c); not
+ * installed, not part of the public API. */
+#ifndef HETUNE_STORE_INTERNAL_H
+#define HETUNE_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "hetune/store.h"
+
+/* PRAGMA application_id of every hetune database: "HTun" in ASCII. A different non-zero id, or
+ * tables without our id, marks a file as someone else's and we never touch it. */
+#define HTS_APP_ID 0x4854756e
+/* PRAGMA user_version written by the newest migration this build knows. */
+#define HTS_SCHEMA_VERSION 1
+
+/* Hot-path statements, prepared once and kept for the life of the store. Queries whose callbacks
+ * may re-enter the store (each_eval, each_session, exports) prepare their own statements. */
+enum {
+  HTS_PUT_DEVICE,
+  HTS_PUT_KERNEL,
+  HTS_PUT_PROBLEM,
+  HTS_SESSION_BEGIN,
+  HTS_SESSION_END,
+  HTS_PUT_EVAL,
+  HTS_SESSION_TALLY,
+  HTS_GET_EVAL,
+  HTS_BEST,
+  HTS_NSTMT
+};
+
+struct ht_store {
+  sqlite3 *db;
+  char *path;
+  int readonly;
+  sqlite3_stmt *stmt[HTS_NSTMT];
+};
+
+/* The result columns every evaluation query selects, in the order hts_row_result reads them. */
+#define HTS_EVAL_COLS                                                                              \
+  "e.status, e.time_s, e.mean_s, e.stddev_s, e.min_s, e.max_s, e.rsd, e.n_samples, e.samples_json, " \
+  "e.compile_s, e.compile_cached, e.verify_s, e.h2d_s, e.d2h_s, e.framework_s, e.wall_s, "         \
+  "e.timestamp, e.metrics_json, e.message"
+
+/* Maps an SQLite failure to an ht_status with "PATH: what: reason". */
+ht_status hts_fail(ht_store *st, int rc, const char *what);
+/* HT_OK, or the "database is read-only" error when the store was opened for reading. */
+ht_status hts_writable(ht_store *st, const char *what);
+/* The cached statement id, reset and with bindings cleared. */
+ht_status hts_stmt(ht_store *st, int id, sqlite3_stmt **out);
+/* A one-off statement (caller finalizes). */
+ht_status hts_prepare(ht_store *st, const char *sql, sqlite3_stmt **out);
+ht_status hts_exec(ht_store *st, const char *sql, const char *what);
+/* Steps a write to completion (the autocommit transaction commits there), reading a RETURNING id. */
+ht_status hts_step_id(ht_store *st, sqlite3_stmt *s, const char *what, int64_t *id);
+
+static inline int hts_bind_text(sqlite3_stmt *s, int i, const char *v) {
+  /* Static: every caller steps the statement before its strings go away. */
+  return v ? sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(s, i);
+}
+/* 0 means "none": NULL keeps the foreign keys satisfied. */
+static inline int hts_bind_id(sqlite3_stmt *s, int i, int64_t id) {
+  return id > 0 ? sqlite3_bind_int64(s, i, id) : sqlite3_bind_null(s, i);
+}
+
+/* Schema (store_schema.c). */
+typedef struct hts_inspect {
+  int app_id, user_version, n_tables;
+} hts_inspect;
+/* Checks the file's first bytes before SQLite sees it: magic and truncation. */
+ht_status hts_check_header(const char *path, long long file_size);
+/* Reads application_id, user_version and the table count, and runs quick_check on small files. */
+ht_status hts_inspect_db(sqlite3 *db, const char *path, long long file_size, hts_inspect *out);
+/* Judges the inspection: a foreign, newer or unusable database is an error. */
+ht_status hts_judge(const char *path, const hts_inspect *in, int readonly);
+/* Runs every migration above the file's user_version, each in its own transaction. */
+ht_status hts_migrate(ht_store *st);
+
+/* Rows (store_eval.c). */
+double hts_col_double(sqlite3_stmt *s, int col); /* NULL -> NAN */
+const char *hts_col_text(sqlite3_stmt *s, int col); /* NULL -> "" */
+void hts_row_result(sqlite3_stmt *s, int col, ht_result *r);
+/* "2024-05-01T12:34:56.789Z" (UTC). */
+void hts_iso8601(double t, char out[40]);
+
+#endif
