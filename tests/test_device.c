@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device/cuda_nvrtc.h"
 #include "hetune/device.h"
@@ -133,7 +134,9 @@ static void test_c_cache(void **state) {
   assert_true(info.seconds == 0);
   dev->ops->program_free(dev, p);
   free(info.log);
-  assert_int_equal(c_compile(dev, c_vadd, "vadd", "2.25f", &p, &info), HT_OK);
+  char fresh[32];
+  snprintf(fresh, sizeof fresh, "%d.5f", (int)getpid()); /* never compiled before: a miss */
+  assert_int_equal(c_compile(dev, c_vadd, "vadd", fresh, &p, &info), HT_OK);
   assert_int_equal(info.cached, 0);
   dev->ops->program_free(dev, p);
   free(info.log);
@@ -189,10 +192,139 @@ static void test_device_list(void **state) {
   ht_buf_free(&notes);
 }
 
+/* ---- opencl backend (PoCL here) ---- */
+
+static const char *cl_vadd =
+    "__kernel void vadd(__global const float *a, __global const float *b, __global float *c,\n"
+    "                   int n, float alpha, double beta) {\n"
+    "  int i = get_global_id(0);\n"
+    "  if (i < n) c[i] = alpha * a[i] + (float)beta * b[i] + OFFSET;\n"
+    "}\n";
+
+static ht_status cl_compile(ht_device *dev, const char *text, const char *offset, ht_program **p,
+                            ht_compile_info *info) {
+  const char *names[] = {"OFFSET"};
+  const char *values[] = {offset};
+  ht_defines defs = {1, names, values};
+  ht_source src = {.lang = HT_LANG_OPENCL, .text = text, .path = HT_SOURCE_DIR "/tests/vadd.cl", .entry = "vadd",
+                   .flags = "-cl-fast-relaxed-math"};
+  memset(info, 0, sizeof *info);
+  return dev->ops->compile(dev, &src, &defs, p, info);
+}
+
+static void test_cl_probe(void **state) {
+  (void)state;
+  ht_device_info infos[16];
+  int n = 0;
+  ht_status s = ht_backend_find("opencl")->probe(infos, 16, &n);
+  if (s) fprintf(stderr, "%s\n", ht_last_error());
+  assert_int_equal(s, HT_OK);
+  assert_true(n >= 1);
+  assert_string_equal(infos[0].id, "opencl:0:0");
+  assert_true(infos[0].compute_units >= 1);
+  assert_true(infos[0].max_work_group_size >= 1);
+  assert_true(infos[0].max_work_item_sizes[0] >= 1);
+  assert_true(infos[0].global_mem_bytes > 0);
+  assert_true(strlen(infos[0].name) > 0);
+  assert_true(strlen(infos[0].compiler_version) > 0);
+}
+
+static void run_cl_vadd(ht_device *dev, ht_program *p, size_t local, size_t global) {
+  enum { N = 1000 };
+  float a[N], b[N], c[N];
+  for (int i = 0; i < N; i++) a[i] = (float)i, b[i] = 1.0f - (float)i, c[i] = -1;
+  ht_buffer *ba = new_buffer(dev, a, sizeof a), *bb = new_buffer(dev, b, sizeof b), *bc = new_buffer(dev, c, sizeof c);
+  ht_arg args[] = {buf_arg(ba, HT_DTYPE_F32), buf_arg(bb, HT_DTYPE_F32), buf_arg(bc, HT_DTYPE_F32),
+                   scalar_arg(HT_DTYPE_I32, ht_int(N)), scalar_arg(HT_DTYPE_F32, ht_float(2.0)),
+                   scalar_arg(HT_DTYPE_F64, ht_float(4.0))};
+  ht_launch l = {.dims = 1, .global = {global}, .local = {local}, .n_args = 6, .args = args};
+  double t = -1;
+  ht_status s = dev->ops->launch(dev, p, &l, &t);
+  if (s) fprintf(stderr, "%s\n", ht_last_error());
+  assert_int_equal(s, HT_OK);
+  assert_true(t >= 0);
+  assert_int_equal(dev->ops->buffer_read(dev, bc, c, sizeof c, &t), HT_OK);
+  for (int i = 0; i < N; i++) assert_float_equal(c[i], 2.0f * a[i] + 4.0f * b[i] + 0.25f, 1e-2);
+  dev->ops->buffer_free(dev, ba);
+  dev->ops->buffer_free(dev, bb);
+  dev->ops->buffer_free(dev, bc);
+}
+
+static void test_cl_vadd(void **state) {
+  (void)state;
+  ht_device *dev = open_or_fail("opencl");
+  assert_string_equal(dev->info.id, "opencl:0:0");
+  ht_program *p = NULL;
+  ht_compile_info info;
+  ht_status s = cl_compile(dev, cl_vadd, "0.25f", &p, &info);
+  if (s) fprintf(stderr, "%s\n%s\n", ht_last_error(), info.log ? info.log : "");
+  assert_int_equal(s, HT_OK);
+  free(info.log);
+  run_cl_vadd(dev, p, 0, 1000);  /* the runtime chooses the work-group size */
+  run_cl_vadd(dev, p, 8, 1024);  /* explicit work-group size, guarded tail */
+  dev->ops->program_free(dev, p);
+  ht_device_close(dev);
+}
+
+static void test_cl_cache(void **state) {
+  (void)state;
+  ht_device *dev = open_or_fail("opencl:0:0");
+  ht_program *p = NULL;
+  ht_compile_info info;
+  assert_int_equal(cl_compile(dev, cl_vadd, "0.25f", &p, &info), HT_OK);
+  dev->ops->program_free(dev, p);
+  free(info.log);
+  assert_int_equal(cl_compile(dev, cl_vadd, "0.25f", &p, &info), HT_OK);
+  assert_int_equal(info.cached, 1);
+  free(info.log);
+  run_cl_vadd(dev, p, 4, 1000); /* the cached binary really runs */
+  dev->ops->program_free(dev, p);
+  char fresh[32];
+  snprintf(fresh, sizeof fresh, "%d.5f", (int)getpid());
+  assert_int_equal(cl_compile(dev, cl_vadd, fresh, &p, &info), HT_OK);
+  assert_int_equal(info.cached, 0);
+  free(info.log);
+  dev->ops->program_free(dev, p);
+  ht_device_close(dev);
+}
+
+static void test_cl_errors(void **state) {
+  (void)state;
+  ht_device *dev = open_or_fail("opencl");
+  ht_program *p = NULL;
+  ht_compile_info info;
+  ht_status s = cl_compile(dev, "__kernel void vadd(__global float *a) { a[0] = undefined_thing; }\n", "0", &p, &info);
+  assert_int_equal(s, HT_ERR_COMPILE);
+  assert_non_null(info.log);
+  assert_non_null(strstr(info.log, "undefined_thing"));
+  assert_non_null(strstr(ht_last_error(), "error"));
+  free(info.log);
+  /* A work-group size that does not divide the global size (OpenCL 1.2 rules): an error, not a crash. */
+  assert_int_equal(cl_compile(dev, cl_vadd, "0.25f", &p, &info), HT_OK);
+  free(info.log);
+  enum { N = 1000 };
+  ht_buffer *b = new_buffer(dev, NULL, N * sizeof(float));
+  ht_arg args[] = {buf_arg(b, HT_DTYPE_F32), buf_arg(b, HT_DTYPE_F32), buf_arg(b, HT_DTYPE_F32),
+                   scalar_arg(HT_DTYPE_I32, ht_int(N)), scalar_arg(HT_DTYPE_F32, ht_float(2.0)),
+                   scalar_arg(HT_DTYPE_F64, ht_float(4.0))};
+  ht_launch l = {.dims = 1, .global = {N}, .local = {7}, .n_args = 6, .args = args};
+  double t;
+  assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_ERR_RUNTIME);
+  assert_non_null(strstr(ht_last_error(), "CL_INVALID_WORK_GROUP_SIZE"));
+  l.local[0] = (size_t)1 << 20; /* larger than any device allows */
+  l.global[0] = (size_t)1 << 20;
+  assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_ERR_RUNTIME);
+  dev->ops->buffer_free(dev, b);
+  dev->ops->program_free(dev, p);
+  ht_device_close(dev);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_c_probe),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
+      cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
+      cmocka_unit_test(test_cl_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
