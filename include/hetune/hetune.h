@@ -7,4 +7,7 @@
 #include "hetune/device.h"
 #include "hetune/result.h"
 #include "hetune/store.h"
+#include "hetune/spec.h"
+#include "hetune/measure.h"
+#include "hetune/tune.h"
 #endif

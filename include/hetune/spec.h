@@ -1,0 +1,107 @@
+/* Kernel spec files (JSON, docs/spec.md): what to tune, how to launch and check it. */
+#ifndef HETUNE_SPEC_H
+#define HETUNE_SPEC_H
+
+#include "hetune/core.h"
+#include "hetune/device.h"
+#include "hetune/expr.h"
+#include "hetune/space.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ht_init_kind {
+  HT_INIT_RANDOM = 0, HT_INIT_ZEROS, HT_INIT_RAMP, HT_INIT_FILL, HT_INIT_FILE
+} ht_init_kind;
+
+typedef enum ht_access { HT_ACCESS_READ = 1, HT_ACCESS_WRITE = 2, HT_ACCESS_READWRITE = 3 } ht_access;
+
+typedef struct ht_spec_arg {
+  char *name;
+  int is_buffer;
+  ht_dtype type;
+  ht_expr *length; /* buffers: elements, an expression of sizes */
+  ht_expr *value;  /* scalars: expression of sizes and parameters */
+  ht_init_kind init;
+  double lo, hi;   /* random range */
+  double fill;
+  char *file;      /* HT_INIT_FILE: resolved path */
+  ht_access access;
+} ht_spec_arg;
+
+/* A launchable kernel: the tuned one or the reference. */
+typedef struct ht_spec_kernel {
+  ht_language lang;
+  char *source_path; /* resolved */
+  char *source_text;
+  char *entry;
+  char *flags;
+  int dims;                        /* 0 for c */
+  ht_expr *global[3];              /* total work-items (already combined from grid/grid_div/mul/div) */
+  ht_expr *local[3];               /* NULL = runtime chooses */
+  int n_defines;
+  char **define_names, **define_values; /* fixed defines */
+} ht_spec_kernel;
+
+typedef struct ht_spec_param {
+  char *name;
+  int n_values;
+  ht_value *values; /* strings owned by the spec */
+} ht_spec_param;
+
+typedef struct ht_spec {
+  char *path;       /* the spec file */
+  char *name;
+  ht_spec_kernel kernel;
+  int has_reference;
+  ht_spec_kernel reference;
+  double rtol, atol; /* < 0: default by element type */
+  int size_defines;
+  uint64_t seed;
+  int n_sizes;
+  char **size_names;
+  int64_t *size_values;
+  int n_args;
+  ht_spec_arg *args;
+  int n_params;
+  ht_spec_param *params;
+  int n_constraints;
+  char **constraints;
+  int n_metrics;
+  char **metric_names;
+  ht_expr **metrics;
+  /* The variable table every expression of the spec is compiled against:
+   * [params..., sizes..., device constants..., time_s, time_ms]. */
+  int n_names;
+  const char **names;
+  int first_size, first_device, slot_time_s, slot_time_ms;
+  char source_hash[17]; /* hash of sources + everything that changes what is measured */
+} ht_spec;
+
+/* Loads and checks a spec. Errors name file:line:column (JSON) or file: field: column (expressions). */
+ht_status ht_spec_load(const char *path, ht_spec **out);
+void ht_spec_destroy(ht_spec *s);
+
+/* Overrides a problem size from "N=4096". Unknown name or bad value -> HT_ERR_INVALID. */
+ht_status ht_spec_set_size(ht_spec *s, const char *assignment);
+/* Canonical problem text "M=1024,N=512" (spec order). Returns chars written. */
+int ht_spec_problem_key(const ht_spec *s, char *buf, size_t len);
+
+/* Builds the search space for a device (its limits are constants of the constraints). */
+ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_space **out);
+
+/* Fills vars (n_names values) with the config's parameters, the sizes and the device constants;
+ * time slots are set to NAN. */
+void ht_spec_bind(const ht_spec *s, const ht_space *space, const ht_config *cfg, const ht_device_info *dev,
+                  ht_value *vars);
+
+/* The space as JSON {"TX":[8,16],...} (malloc'ed), for the store. */
+char *ht_spec_space_json(const ht_spec *s);
+/* A config as JSON {"TX":16,...} (malloc'ed). */
+char *ht_spec_config_json(const ht_spec *s, const ht_space *space, const ht_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

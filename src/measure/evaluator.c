@@ -1,0 +1,372 @@
+/* In-process evaluation of configs: data, reference, compile, verify, time. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/evaluator.h"
+
+typedef struct arg_data {
+  size_t n, bytes;
+  void *init;  /* initial contents (inputs and outputs alike, so every config starts equal) */
+  void *out;   /* read-back of written buffers */
+  void *ref;   /* reference output of written buffers */
+  ht_buffer *buf;
+} arg_data;
+
+struct ht_evaluator {
+  const ht_spec *spec;
+  ht_runner_options opt;
+  ht_device *dev;
+  ht_value *vars;
+  arg_data *args;
+  int has_ref;
+};
+
+const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->dev->info; }
+
+/* ---- helpers shared by the reference and the tuned kernel ---- */
+
+typedef struct defines_store {
+  int n;
+  const char *names[HT_MAX_PARAMS + 96];
+  const char *values[HT_MAX_PARAMS + 96];
+  char text[HT_MAX_PARAMS + 96][64];
+} defines_store;
+
+static void build_defines(const ht_spec *s, const ht_spec_kernel *k, const ht_value *vars, int with_params,
+                          defines_store *d) {
+  d->n = 0;
+  for (int i = 0; i < k->n_defines && d->n < 64; i++) {
+    d->names[d->n] = k->define_names[i];
+    d->values[d->n++] = k->define_values[i];
+  }
+  int from = with_params ? 0 : s->first_size, to = s->size_defines ? s->first_device : s->first_size;
+  for (int i = from; i < to && d->n < (int)(sizeof d->names / sizeof d->names[0]); i++) {
+    ht_value_format(vars[i], d->text[d->n], sizeof d->text[0]);
+    d->names[d->n] = s->names[i];
+    d->values[d->n] = d->text[d->n];
+    d->n++;
+  }
+}
+
+static int eval_geometry(const ht_spec_kernel *k, const ht_value *vars, ht_launch *l, char *msg, size_t len) {
+  l->dims = k->dims;
+  for (int d = 0; d < 3; d++) l->global[d] = l->local[d] = 0;
+  for (int d = 0; d < k->dims; d++) {
+    int64_t g = 0, lo = k->lang == HT_LANG_CUDA ? 1 : 0;
+    if (ht_expr_eval_int(k->global[d], vars, &g) || (k->local[d] && ht_expr_eval_int(k->local[d], vars, &lo))) {
+      snprintf(msg, len, "launch geometry: %s", ht_last_error());
+      return 1;
+    }
+    if (g <= 0 || lo < 0 || (k->local[d] && lo == 0)) {
+      snprintf(msg, len, "launch geometry: global[%d] = %lld, local[%d] = %lld (must be positive)", d, (long long)g, d,
+               (long long)lo);
+      return 1;
+    }
+    if (lo > 0 && g % lo) g += lo - g % lo; /* round up: kernels guard their edges */
+    l->global[d] = (size_t)g;
+    l->local[d] = (size_t)lo;
+  }
+  for (int d = 0; d < k->dims; d++)
+    if (l->local[d] == 0 && k->local[0]) l->local[d] = 1;
+  return 0;
+}
+
+static int build_args(const ht_spec *s, arg_data *data, const ht_value *vars, ht_arg *args, char *msg, size_t len) {
+  for (int i = 0; i < s->n_args; i++) {
+    const ht_spec_arg *a = &s->args[i];
+    memset(&args[i], 0, sizeof args[i]);
+    args[i].type = a->type;
+    if (a->is_buffer) {
+      args[i].is_buffer = 1;
+      args[i].buf = data[i].buf;
+    } else if (ht_expr_eval(a->value, vars, &args[i].value)) {
+      snprintf(msg, len, "argument %s: %s", a->name, ht_last_error());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static ht_status upload(ht_device *dev, const ht_spec *s, arg_data *data, double *seconds) {
+  *seconds = 0;
+  for (int i = 0; i < s->n_args; i++) {
+    if (!s->args[i].is_buffer) continue;
+    double t = 0;
+    ht_status st = dev->ops->buffer_write(dev, data[i].buf, data[i].init, data[i].bytes, &t);
+    if (st) return st;
+    *seconds += t;
+  }
+  return HT_OK;
+}
+
+static ht_status download(ht_device *dev, const ht_spec *s, arg_data *data, int to_ref, double *seconds) {
+  *seconds = 0;
+  for (int i = 0; i < s->n_args; i++) {
+    if (!s->args[i].is_buffer || !(s->args[i].access & HT_ACCESS_WRITE)) continue;
+    double t = 0;
+    ht_status st = dev->ops->buffer_read(dev, data[i].buf, to_ref ? data[i].ref : data[i].out, data[i].bytes, &t);
+    if (st) return st;
+    *seconds += t;
+  }
+  return HT_OK;
+}
+
+static ht_status alloc_buffers(ht_device *dev, const ht_spec *s, arg_data *data) {
+  for (int i = 0; i < s->n_args; i++) {
+    if (!s->args[i].is_buffer) continue;
+    ht_status st = dev->ops->buffer_new(dev, data[i].bytes ? data[i].bytes : 1, &data[i].buf);
+    if (st) return ht_error_prefix(st, "argument %s (%zu bytes): ", s->args[i].name, data[i].bytes);
+  }
+  return HT_OK;
+}
+
+static void free_buffers(ht_device *dev, const ht_spec *s, arg_data *data) {
+  for (int i = 0; i < s->n_args; i++)
+    if (data[i].buf) {
+      dev->ops->buffer_free(dev, data[i].buf);
+      data[i].buf = NULL;
+    }
+}
+
+static ht_source source_of(const ht_spec_kernel *k) {
+  ht_source src = {k->lang, k->source_text, k->source_path, k->entry, k->flags};
+  return src;
+}
+
+/* ---- setup ---- */
+
+static ht_status make_host_data(ht_evaluator *ev) {
+  const ht_spec *s = ev->spec;
+  ev->args = calloc((size_t)s->n_args + 1, sizeof(arg_data));
+  if (!ev->args) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < s->n_args; i++) {
+    const ht_spec_arg *a = &s->args[i];
+    if (!a->is_buffer) continue;
+    int64_t n;
+    if (ht_expr_eval_int(a->length, ev->vars, &n)) return ht_error_prefix(HT_ERR_INVALID, "argument %s: ", a->name);
+    if (n < 0) return ht_error(HT_ERR_INVALID, "argument %s: length %lld is negative", a->name, (long long)n);
+    arg_data *d = &ev->args[i];
+    d->n = (size_t)n;
+    d->bytes = d->n * ht_dtype_size(a->type);
+    d->init = malloc(d->bytes ? d->bytes : 1);
+    int written = a->access & HT_ACCESS_WRITE;
+    d->out = written ? malloc(d->bytes ? d->bytes : 1) : NULL;
+    d->ref = written ? malloc(d->bytes ? d->bytes : 1) : NULL;
+    if (!d->init || (written && (!d->out || !d->ref)))
+      return ht_error(HT_ERR_NOMEM, "argument %s: cannot allocate %zu bytes", a->name, d->bytes);
+    ht_status st = ht_fill_buffer(a, d->init, d->n, s->seed * 1000003ULL + (uint64_t)i);
+    if (st) return st;
+  }
+  return HT_OK;
+}
+
+/* Runs the reference once on its device (the CPU for a C reference) and keeps its outputs. */
+static ht_status compute_reference(ht_evaluator *ev) {
+  const ht_spec *s = ev->spec;
+  const ht_spec_kernel *k = &s->reference;
+  ht_device *dev = ev->dev;
+  ht_status st = HT_OK;
+  if (k->lang == HT_LANG_C && strcmp(ev->dev->ops->name, "c") != 0) st = ht_device_open("c", &dev);
+  if (st) return ht_error_prefix(st, "reference: ");
+  arg_data *data = calloc((size_t)s->n_args + 1, sizeof(arg_data));
+  if (!data) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < s->n_args && !st; i++) data[i] = ev->args[i], data[i].buf = NULL;
+  defines_store defs;
+  build_defines(s, k, ev->vars, 0, &defs);
+  ht_defines d = {defs.n, defs.names, defs.values};
+  ht_source src = source_of(k);
+  ht_program *prog = NULL;
+  ht_compile_info info = {0};
+  ht_launch l;
+  ht_arg *args = calloc((size_t)s->n_args + 1, sizeof(ht_arg));
+  char msg[512] = "";
+  double t, kt;
+  if (!st && !args) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) st = alloc_buffers(dev, s, data);
+  if (!st) st = dev->ops->compile(dev, &src, &d, &prog, &info);
+  if (!st && (eval_geometry(k, ev->vars, &l, msg, sizeof msg) || build_args(s, data, ev->vars, args, msg, sizeof msg)))
+    st = ht_error(HT_ERR_INVALID, "%s", msg);
+  if (!st) st = upload(dev, s, data, &t);
+  l.n_args = s->n_args;
+  l.args = args;
+  if (!st) st = dev->ops->launch(dev, prog, &l, &kt);
+  if (!st) st = download(dev, s, data, 1, &t);
+  if (st) ht_error_prefix(st, "reference %s (%s): ", k->entry, k->source_path);
+  if (prog) dev->ops->program_free(dev, prog);
+  free(info.log);
+  free(args);
+  if (data) free_buffers(dev, s, data);
+  free(data);
+  if (dev != ev->dev) ht_device_close(dev);
+  return st;
+}
+
+ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                              ht_evaluator **out) {
+  ht_evaluator *ev = calloc(1, sizeof *ev);
+  if (!ev) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ev->spec = spec;
+  ev->opt = *opt;
+  ht_status st = ht_device_open(device_id, &ev->dev);
+  if (!st) {
+    ev->vars = calloc((size_t)spec->n_names, sizeof(ht_value));
+    if (!ev->vars) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  if (!st) {
+    ht_spec_bind(spec, NULL, NULL, &ev->dev->info, ev->vars);
+    st = make_host_data(ev);
+  }
+  if (!st) st = alloc_buffers(ev->dev, spec, ev->args);
+  if (!st && spec->has_reference) {
+    st = compute_reference(ev);
+    ev->has_ref = st == HT_OK;
+  }
+  if (st) {
+    ht_evaluator_destroy(ev);
+    return st;
+  }
+  *out = ev;
+  return HT_OK;
+}
+
+void ht_evaluator_destroy(ht_evaluator *ev) {
+  if (!ev) return;
+  if (ev->args && ev->dev) free_buffers(ev->dev, ev->spec, ev->args);
+  for (int i = 0; ev->args && i < ev->spec->n_args; i++) {
+    free(ev->args[i].init);
+    free(ev->args[i].out);
+    free(ev->args[i].ref);
+  }
+  free(ev->args);
+  free(ev->vars);
+  ht_device_close(ev->dev);
+  free(ev);
+}
+
+/* ---- one config ---- */
+
+static void fail(ht_result *r, ht_eval_status status, const char *fmt, const char *detail) {
+  r->status = status;
+  snprintf(r->message, sizeof r->message, fmt, detail);
+}
+
+static int verify_outputs(ht_evaluator *ev, ht_result *r) {
+  const ht_spec *s = ev->spec;
+  double t0 = ht_now();
+  int bad = 0;
+  for (int i = 0; i < s->n_args && !bad; i++) {
+    const ht_spec_arg *a = &s->args[i];
+    if (!a->is_buffer || !(a->access & HT_ACCESS_WRITE)) continue;
+    arg_data *d = &ev->args[i];
+    bad = ev->has_ref ? ht_verify_buffer(a->name, a->type, d->out, d->ref, d->n, s->rtol, s->atol, r->message,
+                                         sizeof r->message)
+                      : ht_check_finite(a->name, a->type, d->out, d->n, r->message, sizeof r->message);
+  }
+  r->verify_s = ht_now() - t0;
+  if (bad) r->status = HT_EVAL_CORRECTNESS;
+  return bad;
+}
+
+typedef struct run_state {
+  ht_evaluator *ev;
+  ht_program *prog;
+  ht_launch launch;
+  ht_progress_fn progress;
+  void *ctx;
+  double launch_wall; /* host time spent inside launches: the kernel's share of the evaluation */
+} run_state;
+
+static int launch_once(run_state *rs, ht_result *r, double *kernel_s) {
+  ht_device *dev = rs->ev->dev;
+  double t0 = ht_now();
+  ht_status st = dev->ops->launch(dev, rs->prog, &rs->launch, kernel_s);
+  rs->launch_wall += ht_now() - t0;
+  if (rs->progress) rs->progress('H', rs->ctx);
+  if (st) fail(r, HT_EVAL_RUNTIME, "%s", ht_last_error());
+  return st != HT_OK;
+}
+
+static int enough_samples(const ht_runner_options *o, ht_result *r, double timed) {
+  if (r->n_samples >= o->max_runs || r->n_samples >= HT_MAX_SAMPLES) return 1;
+  if (r->n_samples < 2) return 0;
+  if (timed >= o->max_time_s) return 1;
+  if (r->n_samples < o->min_runs) return 0;
+  double m = ht_stat_mean(r->samples, r->n_samples);
+  return m > 0 && ht_stat_stddev(r->samples, r->n_samples) / m < o->rsd_target;
+}
+
+static void measure(run_state *rs, ht_result *r) {
+  const ht_runner_options *o = &rs->ev->opt;
+  double k;
+  for (int i = 0; i < o->warmup; i++)
+    if (launch_once(rs, r, &k)) return;
+  double timed = 0;
+  while (!enough_samples(o, r, timed)) {
+    if (launch_once(rs, r, &k)) return;
+    r->samples[r->n_samples++] = k;
+    timed += k;
+  }
+  ht_result_summarise(r);
+}
+
+static void compute_metrics(ht_evaluator *ev, ht_result *r) {
+  const ht_spec *s = ev->spec;
+  ev->vars[s->slot_time_s] = ht_float(r->time_s);
+  ev->vars[s->slot_time_ms] = ht_float(r->time_s * 1e3);
+  for (int i = 0; i < s->n_metrics && i < HT_MAX_METRICS; i++) {
+    double v = NAN;
+    if (ht_expr_eval_double(s->metrics[i], ev->vars, &v)) v = NAN;
+    snprintf(r->metrics[i].name, sizeof r->metrics[i].name, "%s", s->metric_names[i]);
+    r->metrics[i].value = v;
+    r->n_metrics = i + 1;
+  }
+}
+
+static void run_config(run_state *rs, ht_result *r) {
+  ht_evaluator *ev = rs->ev;
+  const ht_spec *s = ev->spec;
+  ht_device *dev = ev->dev;
+  defines_store defs;
+  build_defines(s, &s->kernel, ev->vars, 1, &defs);
+  ht_defines d = {defs.n, defs.names, defs.values};
+  ht_source src = source_of(&s->kernel);
+  ht_compile_info info = {0};
+  double t0 = ht_now();
+  ht_status st = dev->ops->compile(dev, &src, &d, &rs->prog, &info);
+  r->compile_s = info.cached ? 0 : ht_now() - t0;
+  r->compile_cached = info.cached;
+  free(info.log);
+  if (rs->progress) rs->progress('C', rs->ctx);
+  if (st) return fail(r, HT_EVAL_COMPILE, "%s", ht_last_error());
+  ht_arg args[64 + 1];
+  if (s->n_args > 64) return fail(r, HT_EVAL_RUNTIME, "%s", "more than 64 arguments");
+  if (eval_geometry(&s->kernel, ev->vars, &rs->launch, r->message, sizeof r->message) ||
+      build_args(s, ev->args, ev->vars, args, r->message, sizeof r->message)) {
+    r->status = HT_EVAL_RUNTIME;
+    return;
+  }
+  rs->launch.n_args = s->n_args;
+  rs->launch.args = args;
+  if (upload(dev, s, ev->args, &r->h2d_s)) return fail(r, HT_EVAL_RUNTIME, "upload: %s", ht_last_error());
+  double k;
+  if (launch_once(rs, r, &k)) return;
+  if (download(dev, s, ev->args, 0, &r->d2h_s)) return fail(r, HT_EVAL_RUNTIME, "download: %s", ht_last_error());
+  if (verify_outputs(ev, r)) return;
+  measure(rs, r);
+  if (r->status == HT_EVAL_OK) compute_metrics(ev, r);
+}
+
+void ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_progress_fn progress, void *ctx) {
+  ht_result_init(out);
+  double t0 = ht_now();
+  ht_spec_bind(ev->spec, NULL, cfg, &ev->dev->info, ev->vars);
+  run_state rs = {.ev = ev, .progress = progress, .ctx = ctx};
+  run_config(&rs, out);
+  if (rs.prog) ev->dev->ops->program_free(ev->dev, rs.prog);
+  if (out->status != HT_EVAL_OK) out->time_s = NAN;
+  out->wall_s = ht_now() - t0;
+  out->framework_s = out->wall_s - out->compile_s - rs.launch_wall;
+  out->timestamp = ht_wall_time();
+}

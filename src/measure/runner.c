@@ -1,0 +1,247 @@
+/* The runner: evaluations in a watched worker process (default) or in this process.
+ *
+ * Worker protocol over two pipes. Parent -> worker: a ht_config to measure. Worker -> parent:
+ * one tag byte then its payload: 'I' device info (after setup), 'E' setup error, 'C' compiled,
+ * 'H' a kernel run finished (heartbeat), 'R' the ht_result. The parent waits on each message with
+ * a deadline: the compile timeout until 'C', the per-run timeout after it. A worker that dies or
+ * misses a deadline is killed, its config recorded as failed, and a new worker starts on demand.
+ * The parent never opens a device itself, so no OpenCL or CUDA state crosses fork(). */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "measure/evaluator.h"
+
+struct ht_runner {
+  const ht_spec *spec;
+  char *device_id;
+  ht_runner_options opt;
+  ht_device_info info;
+  ht_evaluator *local; /* in-process mode */
+  pid_t pid;           /* worker, 0 when none */
+  int to_worker, from_worker;
+  int starts;
+};
+
+void ht_runner_options_default(ht_runner_options *o) {
+  o->warmup = 1;
+  o->min_runs = 3;
+  o->max_runs = 50;
+  o->rsd_target = 0.10;
+  o->max_time_s = 1.0;
+  o->timeout_s = 10;
+  o->compile_timeout_s = 300;
+  o->isolate = 1;
+}
+
+const ht_device_info *ht_runner_device(const ht_runner *r) { return &r->info; }
+int ht_runner_worker_starts(const ht_runner *r) { return r->starts; }
+
+/* ---- pipe I/O ---- */
+
+static int write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t k = write(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    c += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* Reads n bytes before the deadline: 0 ok, -1 EOF/error, -2 timed out. */
+static int read_all(int fd, void *p, size_t n, double deadline) {
+  char *c = p;
+  while (n) {
+    double left = deadline - ht_now();
+    if (left <= 0) return -2;
+    struct pollfd pfd = {fd, POLLIN, 0};
+    int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr == 0) return -2;
+    ssize_t k = read(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    c += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* ---- the worker side ---- */
+
+static void worker_progress(char phase, void *ctx) { write_all(*(int *)ctx, &phase, 1); }
+
+static void worker_main(const ht_spec *spec, const char *device_id, const ht_runner_options *opt, int in, int out) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a tuner killed with -9 */
+  ht_evaluator *ev;
+  if (ht_evaluator_create(spec, device_id, opt, &ev) != HT_OK) {
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", ht_last_error());
+    write_all(out, "E", 1);
+    write_all(out, msg, sizeof msg);
+    _exit(1);
+  }
+  write_all(out, "I", 1);
+  write_all(out, ht_evaluator_device(ev), sizeof(ht_device_info));
+  ht_config cfg;
+  static ht_result res; /* large: keep it off the stack */
+  while (read_all(in, &cfg, sizeof cfg, ht_now() + 1e9) == 0) {
+    ht_evaluator_run(ev, &cfg, &res, worker_progress, &out);
+    if (write_all(out, "R", 1) || write_all(out, &res, sizeof res)) break;
+  }
+  ht_evaluator_destroy(ev);
+  _exit(0);
+}
+
+/* ---- the parent side ---- */
+
+static void stop_worker(ht_runner *r, int kill_it) {
+  if (!r->pid) return;
+  close(r->to_worker);
+  close(r->from_worker);
+  if (kill_it) kill(r->pid, SIGKILL);
+  int status;
+  while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r->pid = 0;
+}
+
+static ht_status start_worker(ht_runner *r) {
+  int down[2], up[2];
+  if (pipe(down) || pipe(up)) return ht_error(HT_ERR_INTERNAL, "cannot create pipes: %s", strerror(errno));
+  fflush(NULL); /* the child must not flush the parent's buffered output twice */
+  pid_t pid = fork();
+  if (pid < 0) return ht_error(HT_ERR_INTERNAL, "cannot start a worker process: %s", strerror(errno));
+  if (pid == 0) {
+    close(down[1]);
+    close(up[0]);
+    worker_main(r->spec, r->device_id, &r->opt, down[0], up[1]);
+  }
+  close(down[0]);
+  close(up[1]);
+  r->pid = pid;
+  r->to_worker = down[1];
+  r->from_worker = up[0];
+  r->starts++;
+  char tag = 0;
+  double deadline = ht_now() + r->opt.compile_timeout_s;
+  int rc = read_all(r->from_worker, &tag, 1, deadline);
+  if (rc == 0 && tag == 'I' && read_all(r->from_worker, &r->info, sizeof r->info, deadline) == 0) return HT_OK;
+  char msg[2048] = "the worker process died during setup";
+  if (rc == 0 && tag == 'E') read_all(r->from_worker, msg, sizeof msg, deadline);
+  if (rc == -2) snprintf(msg, sizeof msg, "setup (device, data, reference) took over %.0f s", r->opt.compile_timeout_s);
+  msg[sizeof msg - 1] = '\0';
+  stop_worker(r, 1);
+  return ht_error(HT_ERR_DEVICE, "%s", msg);
+}
+
+static void describe_death(ht_runner *r, ht_result *res, int compiled, int timed_out) {
+  pid_t pid = r->pid;
+  kill(pid, SIGKILL);
+  int status = 0;
+  close(r->to_worker);
+  close(r->from_worker);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r->pid = 0;
+  if (timed_out) {
+    res->status = compiled ? HT_EVAL_TIMEOUT : HT_EVAL_COMPILE;
+    snprintf(res->message, sizeof res->message, "%s did not finish within %.3g s; worker killed",
+             compiled ? "a kernel run" : "compilation", compiled ? r->opt.timeout_s : r->opt.compile_timeout_s);
+  } else {
+    res->status = compiled ? HT_EVAL_RUNTIME : HT_EVAL_COMPILE;
+    if (WIFSIGNALED(status))
+      snprintf(res->message, sizeof res->message, "worker crashed with signal %d (%s) during %s", WTERMSIG(status),
+               strsignal(WTERMSIG(status)), compiled ? "a kernel run" : "compilation");
+    else
+      snprintf(res->message, sizeof res->message, "worker exited with status %d during %s",
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1, compiled ? "a kernel run" : "compilation");
+  }
+}
+
+static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result *out) {
+  if (!r->pid) {
+    ht_status st = start_worker(r);
+    if (st) return st;
+  }
+  double t0 = ht_now();
+  ht_result_init(out);
+  if (write_all(r->to_worker, cfg, sizeof *cfg)) {
+    describe_death(r, out, 0, 0);
+    return HT_OK;
+  }
+  int compiled = 0;
+  for (;;) {
+    char tag;
+    double deadline = ht_now() + (compiled ? r->opt.timeout_s : r->opt.compile_timeout_s);
+    int rc = read_all(r->from_worker, &tag, 1, deadline);
+    if (rc == 0 && tag == 'C') compiled = 1;
+    else if (rc == 0 && tag == 'R') rc = read_all(r->from_worker, out, sizeof *out, deadline);
+    if (rc != 0) {
+      describe_death(r, out, compiled, rc == -2);
+      out->wall_s = ht_now() - t0;
+      out->timestamp = ht_wall_time();
+      out->time_s = NAN;
+      return HT_OK;
+    }
+    if (tag == 'R') break;
+  }
+  /* Count the pipe round trip as framework cost too. */
+  double wall = ht_now() - t0;
+  out->framework_s += wall - out->wall_s;
+  out->wall_s = wall;
+  return HT_OK;
+}
+
+ht_status ht_runner_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                           ht_runner **out) {
+  ht_runner *r = calloc(1, sizeof *r);
+  if (!r) return ht_error(HT_ERR_NOMEM, "out of memory");
+  r->spec = spec;
+  r->device_id = ht_strdup(device_id ? device_id : "c");
+  if (opt) r->opt = *opt;
+  else ht_runner_options_default(&r->opt);
+  if (r->opt.min_runs < 2) r->opt.min_runs = 2;
+  if (r->opt.max_runs > HT_MAX_SAMPLES) r->opt.max_runs = HT_MAX_SAMPLES;
+  if (r->opt.max_runs < r->opt.min_runs) r->opt.max_runs = r->opt.min_runs;
+  ht_status st;
+  if (r->opt.isolate) {
+    signal(SIGPIPE, SIG_IGN); /* a dead worker must give EPIPE, not kill the tuner */
+    st = start_worker(r);
+  } else {
+    st = ht_evaluator_create(spec, r->device_id, &r->opt, &r->local);
+    if (!st) r->info = *ht_evaluator_device(r->local);
+  }
+  if (st) {
+    ht_runner_destroy(r);
+    return st;
+  }
+  *out = r;
+  return HT_OK;
+}
+
+ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out) {
+  if (r->local) {
+    ht_evaluator_run(r->local, cfg, out, NULL, NULL);
+    return HT_OK;
+  }
+  return evaluate_isolated(r, cfg, out);
+}
+
+void ht_runner_destroy(ht_runner *r) {
+  if (!r) return;
+  stop_worker(r, 0);
+  ht_evaluator_destroy(r->local);
+  free(r->device_id);
+  free(r);
+}

@@ -1,0 +1,434 @@
+/* Spec parsing of kernels (source, geometry, defines) and arguments; binding and spaces. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetune/spec.h"
+#include "spec/spec_internal.h"
+
+static char *resolve(const char *dir, const char *file) {
+  if (file[0] == '/') return ht_strdup(file);
+  return ht_strfmt("%s/%s", dir, file);
+}
+
+/* Reads an optional array of expression strings into texts[3]; returns its length in *n. */
+static ht_status geometry_texts(spec_ctx *c, json_t *obj, const char *key, const char *prefix, char *texts[3],
+                                int *n) {
+  json_t *arr = json_object_get(obj, key);
+  *n = 0;
+  if (!arr) return HT_OK;
+  if (!json_is_array(arr) || json_array_size(arr) > 3)
+    return spec_fail(c, key, NULL, HT_ERR_INVALID, "%s%s: expected a list of at most 3 expressions", prefix, key);
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *v = json_array_get(arr, i);
+    if (json_is_string(v)) texts[i] = ht_strdup(json_string_value(v));
+    else if (json_is_integer(v)) texts[i] = ht_strfmt("%lld", (long long)json_integer_value(v));
+    else return spec_fail(c, key, NULL, HT_ERR_INVALID, "%s%s[%zu]: expected an expression", prefix, key, i);
+  }
+  *n = (int)json_array_size(arr);
+  return HT_OK;
+}
+
+static void wrap(char **text, const char *fmt, const char *other) {
+  char *t = ht_strfmt(fmt, *text, other);
+  free(*text);
+  *text = t;
+}
+
+typedef struct geometry {
+  char *global[3], *grid[3], *problem[3], *div[3], *local[3], *gmul[3], *gdiv[3], *lmul[3], *ldiv[3];
+  int n_global, n_grid, n_problem, n_div, n_local, n_gmul, n_gdiv, n_lmul, n_ldiv;
+} geometry;
+
+static void geometry_free(geometry *g) {
+  char **all[] = {g->global, g->grid, g->problem, g->div, g->local, g->gmul, g->gdiv, g->lmul, g->ldiv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    for (int d = 0; d < 3; d++) free(all[i][d]);
+}
+
+static ht_status read_geometry(spec_ctx *c, json_t *obj, const char *prefix, geometry *g) {
+  ht_status st;
+  if ((st = geometry_texts(c, obj, "global", prefix, g->global, &g->n_global)) ||
+      (st = geometry_texts(c, obj, "grid", prefix, g->grid, &g->n_grid)) ||
+      (st = geometry_texts(c, obj, "problem", prefix, g->problem, &g->n_problem)) ||
+      (st = geometry_texts(c, obj, "grid_div", prefix, g->div, &g->n_div)) ||
+      (st = geometry_texts(c, obj, "local", prefix, g->local, &g->n_local)) ||
+      (st = geometry_texts(c, obj, "global_mul", prefix, g->gmul, &g->n_gmul)) ||
+      (st = geometry_texts(c, obj, "global_div", prefix, g->gdiv, &g->n_gdiv)) ||
+      (st = geometry_texts(c, obj, "local_mul", prefix, g->lmul, &g->n_lmul)) ||
+      (st = geometry_texts(c, obj, "local_div", prefix, g->ldiv, &g->n_ldiv)))
+    return st;
+  int forms = (g->n_global > 0) + (g->n_grid > 0) + (g->n_problem > 0);
+  if (forms > 1)
+    return spec_fail(c, g->n_grid ? "grid" : "problem", NULL, HT_ERR_INVALID,
+                     "%sgive one of \"global\", \"grid\" or \"problem\"+\"grid_div\", not several", prefix);
+  if (g->n_div && !g->n_problem)
+    return spec_fail(c, "grid_div", NULL, HT_ERR_INVALID, "%sgrid_div needs \"problem\"", prefix);
+  return HT_OK;
+}
+
+/* Folds every geometry form into one global (total work-items) and one local text per dim. */
+static void combine_geometry(geometry *g, int dims, char *global[3], char *local[3]) {
+  for (int d = 0; d < dims; d++) {
+    local[d] = g->local[d] ? ht_strdup(g->local[d]) : NULL;
+    if (local[d] && g->lmul[d]) wrap(&local[d], "(%s)*(%s)", g->lmul[d]);
+    if (local[d] && g->ldiv[d]) wrap(&local[d], "(%s)/(%s)", g->ldiv[d]);
+    const char *l = local[d] ? local[d] : "1";
+    if (g->global[d]) global[d] = ht_strdup(g->global[d]);
+    else if (g->grid[d]) global[d] = ht_strfmt("(%s)*(%s)", g->grid[d], l);
+    else if (g->problem[d])
+      global[d] = ht_strfmt("ceil_div(%s, %s)*(%s)", g->problem[d], g->div[d] ? g->div[d] : l, l);
+    else global[d] = ht_strdup("1");
+    if (g->gmul[d]) wrap(&global[d], "(%s)*(%s)", g->gmul[d]);
+    if (g->gdiv[d]) wrap(&global[d], "(%s)/(%s)", g->gdiv[d]);
+  }
+}
+
+static ht_status parse_geometry(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
+  geometry g;
+  memset(&g, 0, sizeof g);
+  ht_status st = read_geometry(c, obj, prefix, &g);
+  int dims = g.n_global;
+  int others[] = {g.n_grid, g.n_problem, g.n_local};
+  for (int i = 0; i < 3; i++) dims = others[i] > dims ? others[i] : dims;
+  if (!st && k->lang != HT_LANG_C && dims == 0)
+    st = spec_fail(c, "language", NULL, HT_ERR_INVALID,
+                   "%s%s kernels need a launch geometry: \"global\", \"grid\" or \"problem\"", prefix,
+                   ht_language_name(k->lang));
+  char *global[3] = {0}, *local[3] = {0};
+  if (!st) combine_geometry(&g, dims, global, local);
+  k->dims = st ? 0 : dims;
+  for (int d = 0; d < dims && !st; d++) {
+    char field[64];
+    snprintf(field, sizeof field, "%sglobal[%d]", prefix, d);
+    st = spec_compile_text(c, global[d], field, &k->global[d]);
+    snprintf(field, sizeof field, "%slocal[%d]", prefix, d);
+    if (!st && local[d]) st = spec_compile_text(c, local[d], field, &k->local[d]);
+  }
+  for (int d = 0; d < 3; d++) {
+    free(global[d]);
+    free(local[d]);
+  }
+  geometry_free(&g);
+  return st;
+}
+
+static ht_status parse_defines(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
+  json_t *defs = json_object_get(obj, "defines");
+  if (!defs) return HT_OK;
+  if (!json_is_object(defs))
+    return spec_fail(c, "defines", NULL, HT_ERR_INVALID, "%sdefines: expected an object NAME: value", prefix);
+  size_t n = json_object_size(defs);
+  k->define_names = calloc(n + 1, sizeof(char *));
+  k->define_values = calloc(n + 1, sizeof(char *));
+  if (!k->define_names || !k->define_values) return ht_error(HT_ERR_NOMEM, "out of memory");
+  const char *key;
+  json_t *v;
+  json_object_foreach(defs, key, v) {
+    char *val = json_is_string(v)    ? ht_strdup(json_string_value(v))
+                : json_is_integer(v) ? ht_strfmt("%lld", (long long)json_integer_value(v))
+                : json_is_real(v)    ? ht_strfmt("%.17g", json_real_value(v))
+                                     : NULL;
+    if (!val) return spec_fail(c, key, NULL, HT_ERR_INVALID, "%sdefines.%s: expected a string or number", prefix, key);
+    k->define_names[k->n_defines] = ht_strdup(key);
+    k->define_values[k->n_defines++] = val;
+  }
+  return HT_OK;
+}
+
+ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
+  const char *lang, *source, *entry, *flags;
+  ht_status st;
+  if ((st = spec_string(c, obj, "language", 1, &lang)) || (st = spec_string(c, obj, "source", 1, &source)) ||
+      (st = spec_string(c, obj, "entry", 1, &entry)) || (st = spec_string(c, obj, "flags", 0, &flags)))
+    return ht_error_prefix(st, "%s", *prefix ? "reference: " : "");
+  if (ht_language_parse(lang, &k->lang))
+    return spec_fail(c, "language", lang, HT_ERR_INVALID, "%slanguage: unknown \"%s\" (expected c, opencl or cuda)",
+                     prefix, lang);
+  k->source_path = resolve(c->dir, source);
+  k->entry = ht_strdup(entry);
+  k->flags = flags ? ht_strdup(flags) : NULL;
+  if (!k->source_path || !k->entry) return ht_error(HT_ERR_NOMEM, "out of memory");
+  if (ht_read_file(k->source_path, &k->source_text, NULL))
+    return spec_fail(c, "source", source, HT_ERR_IO, "%ssource: %s", prefix, ht_last_error());
+  if ((st = parse_defines(c, obj, prefix, k))) return st;
+  return parse_geometry(c, obj, prefix, k);
+}
+
+/* ---- arguments ---- */
+
+static ht_status parse_init(spec_ctx *c, json_t *v, const char *name, ht_spec_arg *a) {
+  a->lo = -1;
+  a->hi = 1;
+  if (!ht_dtype_is_float(a->type)) {
+    a->lo = 0;
+    a->hi = 100;
+  }
+  if (!v) {
+    a->init = (a->access & HT_ACCESS_READ) ? HT_INIT_RANDOM : HT_INIT_ZEROS;
+    return HT_OK;
+  }
+  if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    if (strcmp(s, "random") == 0) a->init = HT_INIT_RANDOM;
+    else if (strcmp(s, "zeros") == 0) a->init = HT_INIT_ZEROS;
+    else if (strcmp(s, "ramp") == 0) a->init = HT_INIT_RAMP;
+    else
+      return spec_fail(c, "init", s, HT_ERR_INVALID,
+                       "arguments.%s.init: unknown \"%s\" (expected random, zeros, ramp, {\"fill\": x}, "
+                       "{\"random\": [lo, hi]} or {\"file\": path})", name, s);
+    return HT_OK;
+  }
+  json_t *r = json_object_get(v, "random"), *f = json_object_get(v, "fill"), *file = json_object_get(v, "file");
+  if (r && json_is_array(r) && json_array_size(r) == 2) {
+    a->init = HT_INIT_RANDOM;
+    a->lo = json_number_value(json_array_get(r, 0));
+    a->hi = json_number_value(json_array_get(r, 1));
+  } else if (f && json_is_number(f)) {
+    a->init = HT_INIT_FILL;
+    a->fill = json_number_value(f);
+  } else if (file && json_is_string(file)) {
+    a->init = HT_INIT_FILE;
+    a->file = resolve(c->dir, json_string_value(file));
+  } else {
+    return spec_fail(c, name, NULL, HT_ERR_INVALID, "arguments.%s.init: expected random, zeros, ramp, "
+                     "{\"fill\": x}, {\"random\": [lo, hi]} or {\"file\": path}", name);
+  }
+  return HT_OK;
+}
+
+static ht_status parse_access(spec_ctx *c, json_t *arg, const char *name, ht_spec_arg *a) {
+  const char *acc;
+  ht_status st = spec_string(c, arg, "access", 0, &acc);
+  if (st) return st;
+  if (!acc || strcmp(acc, "read") == 0) a->access = HT_ACCESS_READ;
+  else if (strcmp(acc, "write") == 0) a->access = HT_ACCESS_WRITE;
+  else if (strcmp(acc, "readwrite") == 0) a->access = HT_ACCESS_READWRITE;
+  else
+    return spec_fail(c, "access", acc, HT_ERR_INVALID,
+                     "arguments.%s.access: unknown \"%s\" (expected read, write or readwrite)", name, acc);
+  return HT_OK;
+}
+
+static int uses_params(const ht_spec *s, const ht_expr *e) {
+  for (int i = 0; i < s->n_params; i++)
+    if (ht_expr_uses(e, i)) return 1;
+  return 0;
+}
+
+static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i, ht_spec_arg *a) {
+  ht_spec *s = c->spec;
+  const char *name, *type;
+  char field[128];
+  ht_status st;
+  if (!json_is_object(arg))
+    return spec_fail(c, "arguments", NULL, HT_ERR_INVALID, "arguments[%zu]: expected an object", i);
+  if ((st = spec_string(c, arg, "name", 1, &name)) || (st = spec_string(c, arg, "type", 1, &type)))
+    return ht_error_prefix(st, "arguments[%zu]: ", i);
+  a->name = ht_strdup(name);
+  if (ht_dtype_parse(type, &a->type))
+    return spec_fail(c, "type", type, HT_ERR_INVALID, "arguments.%s.type: %s", name, ht_last_error());
+  json_t *len = json_object_get(arg, "buffer"), *val = json_object_get(arg, "value");
+  if ((len != NULL) == (val != NULL))
+    return spec_fail(c, name, NULL, HT_ERR_INVALID,
+                     "arguments.%s: give either \"buffer\" (a length) or \"value\" (a scalar)", name);
+  if (val) {
+    snprintf(field, sizeof field, "arguments.%.60s.value", name);
+    return spec_expr(c, val, field, &a->value);
+  }
+  a->is_buffer = 1;
+  snprintf(field, sizeof field, "arguments.%.60s.buffer", name);
+  if ((st = spec_expr(c, len, field, &a->length))) return st;
+  if (uses_params(s, a->length))
+    return spec_fail(c, name, NULL, HT_ERR_INVALID,
+                     "%s: a buffer's length may use sizes but not parameters (data must be the same for every config)",
+                     field);
+  if ((st = parse_access(c, arg, name, a))) return st;
+  return parse_init(c, json_object_get(arg, "init"), name, a);
+}
+
+ht_status spec_parse_args(spec_ctx *c, json_t *root) {
+  json_t *args = json_object_get(root, "arguments");
+  if (!args || !json_is_array(args))
+    return spec_fail(c, "arguments", NULL, HT_ERR_INVALID, "\"arguments\" must be a list of the kernel's arguments");
+  ht_spec *s = c->spec;
+  s->args = calloc(json_array_size(args) + 1, sizeof(ht_spec_arg));
+  if (!s->args) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < json_array_size(args); i++) {
+    ht_status st = parse_arg(c, json_array_get(args, i), i, &s->args[i]);
+    s->n_args = (int)i + 1;
+    if (st) return st;
+  }
+  return HT_OK;
+}
+
+/* The kernel's identity: sources plus every field that changes what is measured. Sizes,
+ * parameters, constraints and metrics are left out: they do not change a stored measurement. */
+ht_status spec_hash(spec_ctx *c, json_t *root) {
+  ht_spec *s = c->spec;
+  json_t *copy = json_deep_copy(root);
+  if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
+  const char *skip[] = {"sizes", "parameters", "constraints", "metrics", "name"};
+  for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) json_object_del(copy, skip[i]);
+  char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT);
+  json_decref(copy);
+  uint64_t h = ht_hash_str(text ? text : "", 0);
+  free(text);
+  h = ht_hash_str(s->kernel.source_text, h);
+  if (s->has_reference) h = ht_hash_str(s->reference.source_text, h);
+  ht_hash_hex(h, s->source_hash);
+  return HT_OK;
+}
+
+/* ---- use ---- */
+
+ht_status ht_spec_set_size(ht_spec *s, const char *assignment) {
+  const char *eq = strchr(assignment, '=');
+  if (!eq) return ht_error(HT_ERR_INVALID, "--size %s: expected NAME=VALUE", assignment);
+  char *end;
+  long long v = strtoll(eq + 1, &end, 10);
+  if (*end || eq[1] == '\0')
+    return ht_error(HT_ERR_INVALID, "--size %s: value '%s' is not an integer", assignment, eq + 1);
+  for (int i = 0; i < s->n_sizes; i++)
+    if (strlen(s->size_names[i]) == (size_t)(eq - assignment) &&
+        strncmp(s->size_names[i], assignment, (size_t)(eq - assignment)) == 0) {
+      s->size_values[i] = v;
+      return HT_OK;
+    }
+  ht_buf known = {0};
+  for (int i = 0; i < s->n_sizes; i++) ht_buf_appendf(&known, "%s%s", i ? ", " : "", s->size_names[i]);
+  ht_status st = ht_error(HT_ERR_INVALID, "--size %s: %s has no size '%.*s' (sizes: %s)", assignment, s->path,
+                          (int)(eq - assignment), assignment, known.data ? known.data : "none");
+  ht_buf_free(&known);
+  return st;
+}
+
+int ht_spec_problem_key(const ht_spec *s, char *buf, size_t len) {
+  size_t n = 0;
+  if (len) buf[0] = '\0';
+  for (int i = 0; i < s->n_sizes && n < len; i++)
+    n += (size_t)snprintf(buf + n, len - n, "%s%s=%lld", i ? "," : "", s->size_names[i],
+                          (long long)s->size_values[i]);
+  return (int)n;
+}
+
+void ht_spec_bind(const ht_spec *s, const ht_space *space, const ht_config *cfg, const ht_device_info *dev,
+                  ht_value *vars) {
+  (void)space; /* the space's values are the spec's, in the same order */
+  for (int i = 0; i < s->n_params; i++)
+    vars[i] = s->params[i].values[cfg ? cfg->idx[i] : 0];
+  for (int i = 0; i < s->n_sizes; i++) vars[s->first_size + i] = ht_int(s->size_values[i]);
+  const char *dn[32];
+  ht_value dv[32];
+  ht_device_info zero;
+  memset(&zero, 0, sizeof zero);
+  int nd = ht_device_constants(dev ? dev : &zero, dn, dv, 32);
+  for (int i = 0; i < nd; i++) vars[s->first_device + i] = dv[i];
+  vars[s->slot_time_s] = ht_float(NAN);
+  vars[s->slot_time_ms] = ht_float(NAN);
+}
+
+ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_space **out) {
+  ht_space *sp;
+  ht_status st = ht_space_create(&sp);
+  for (int i = 0; i < s->n_params && !st; i++)
+    st = ht_space_add_param(sp, s->params[i].name, s->params[i].values, s->params[i].n_values);
+  ht_value *vars = calloc((size_t)s->n_names, sizeof(ht_value));
+  if (!st && !vars) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) ht_spec_bind(s, NULL, NULL, dev, vars);
+  for (int i = s->first_size; i < s->slot_time_s && !st; i++) st = ht_space_set_constant(sp, s->names[i], vars[i]);
+  for (int i = 0; i < s->n_constraints && !st; i++) {
+    st = ht_space_add_constraint(sp, s->constraints[i]);
+    if (st) ht_error_prefix(st, "%s: constraints[%d]: ", s->path, i);
+  }
+  free(vars);
+  if (st) {
+    ht_space_destroy(sp);
+    return st;
+  }
+  *out = sp;
+  return HT_OK;
+}
+
+static json_t *value_json(ht_value v) {
+  switch (v.kind) {
+  case HT_VAL_INT: return json_integer(v.u.i);
+  case HT_VAL_FLOAT: return json_real(v.u.f);
+  default: return json_string(v.u.s);
+  }
+}
+
+char *ht_spec_space_json(const ht_spec *s) {
+  json_t *o = json_object();
+  for (int i = 0; i < s->n_params; i++) {
+    json_t *arr = json_array();
+    for (int j = 0; j < s->params[i].n_values; j++) json_array_append_new(arr, value_json(s->params[i].values[j]));
+    json_object_set_new(o, s->params[i].name, arr);
+  }
+  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  return text;
+}
+
+char *ht_spec_config_json(const ht_spec *s, const ht_space *space, const ht_config *cfg) {
+  json_t *o = json_object();
+  for (int i = 0; i < s->n_params; i++)
+    json_object_set_new(o, s->params[i].name, value_json(ht_space_value(space, i, cfg->idx[i])));
+  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  return text;
+}
+
+static void kernel_free(ht_spec_kernel *k) {
+  free(k->source_path);
+  free(k->source_text);
+  free(k->entry);
+  free(k->flags);
+  for (int d = 0; d < 3; d++) {
+    ht_expr_destroy(k->global[d]);
+    ht_expr_destroy(k->local[d]);
+  }
+  for (int i = 0; i < k->n_defines; i++) {
+    free(k->define_names[i]);
+    free(k->define_values[i]);
+  }
+  free(k->define_names);
+  free(k->define_values);
+}
+
+void ht_spec_destroy(ht_spec *s) {
+  if (!s) return;
+  kernel_free(&s->kernel);
+  kernel_free(&s->reference);
+  for (int i = 0; i < s->n_args; i++) {
+    free(s->args[i].name);
+    free(s->args[i].file);
+    ht_expr_destroy(s->args[i].length);
+    ht_expr_destroy(s->args[i].value);
+  }
+  free(s->args);
+  for (int i = 0; i < s->n_params; i++) {
+    for (int j = 0; j < s->params[i].n_values; j++)
+      if (s->params[i].values[j].kind == HT_VAL_STR) free((char *)s->params[i].values[j].u.s);
+    free(s->params[i].values);
+    free(s->params[i].name);
+  }
+  free(s->params);
+  for (int i = 0; i < s->n_sizes; i++) free(s->size_names[i]);
+  free(s->size_names);
+  free(s->size_values);
+  for (int i = 0; i < s->n_constraints; i++) free(s->constraints[i]);
+  free(s->constraints);
+  for (int i = 0; i < s->n_metrics; i++) {
+    free(s->metric_names[i]);
+    ht_expr_destroy(s->metrics[i]);
+  }
+  free(s->metric_names);
+  free(s->metrics);
+  free(s->names);
+  free(s->name);
+  free(s->path);
+  free(s);
+}

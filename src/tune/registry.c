@@ -1,0 +1,21 @@
+/* The strategy registry: adding a strategy is one file and one line here. */
+#include <string.h>
+
+#include "hetune/tune.h"
+
+extern const ht_strategy_ops ht_strategy_brute_force;
+extern const ht_strategy_ops ht_strategy_random;
+
+static const ht_strategy_ops *const strategies[] = {
+  &ht_strategy_brute_force,
+  &ht_strategy_random,
+};
+
+int ht_strategy_count(void) { return (int)(sizeof strategies / sizeof strategies[0]); }
+const ht_strategy_ops *ht_strategy_at(int i) { return i >= 0 && i < ht_strategy_count() ? strategies[i] : NULL; }
+
+const ht_strategy_ops *ht_strategy_find(const char *name) {
+  for (int i = 0; i < ht_strategy_count(); i++)
+    if (strcmp(strategies[i]->name, name) == 0) return strategies[i];
+  return NULL;
+}
