@@ -1,0 +1,42 @@
+/* The hetune command: shared argument handling. */
+#ifndef HT_CLI_H
+#define HT_CLI_H
+
+#include <stdio.h>
+
+#include "hetune/hetune.h"
+
+/* Exit codes. */
+enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2 };
+
+/* A parsed command line: options (--name value / --name=value) and positional arguments. */
+typedef struct cli_args {
+  int n_pos;
+  const char *pos[16];
+  int n_opt;
+  const char *opt_name[64];
+  const char *opt_value[64]; /* NULL for flags */
+} cli_args;
+
+/* flags: names of options that take no value, NULL-terminated. Unknown options are the caller's
+ * to reject with cli_check_known. */
+int cli_parse(int argc, char **argv, const char *const *flags, cli_args *a);
+const char *cli_opt(const cli_args *a, const char *name);    /* last value or NULL */
+int cli_has(const cli_args *a, const char *name);
+int cli_check_known(const cli_args *a, const char *cmd, const char *const *known);
+int cli_wants_help(int argc, char **argv);
+int cli_fail(const char *what);                            /* prints "hetune: what: last error", returns 1 */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Loads SPEC and applies --size options. */
+int cli_load_spec(const cli_args *a, const char *path, ht_spec **out);
+const char *cli_db_path(const cli_args *a);
+
+int cmd_devices(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_best(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_space(int argc, char **argv);
+
+#endif

@@ -1,0 +1,38 @@
+/* hetune devices: every device of every backend with its limits. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+
+static void print_device(const ht_device_info *d) {
+  printf("%-12s %s\n", d->id, d->name);
+  printf("    vendor %s; driver %s; runtime %s\n", d->vendor, d->driver_version, d->runtime_version);
+  printf("    compiler %s\n", d->compiler_version);
+  printf("    compute units %d, max threads %d, warp %d, clock %d MHz\n", d->compute_units, d->max_threads,
+         d->warp_size, d->clock_mhz);
+  printf("    global memory %.1f GiB, max allocation %.1f GiB, local memory %llu KiB\n",
+         d->global_mem_bytes / 1073741824.0, d->max_alloc_bytes / 1073741824.0,
+         (unsigned long long)(d->local_mem_bytes / 1024));
+  printf("    max work-group size %llu, max work-item sizes %llu x %llu x %llu\n",
+         (unsigned long long)d->max_work_group_size, (unsigned long long)d->max_work_item_sizes[0],
+         (unsigned long long)d->max_work_item_sizes[1], (unsigned long long)d->max_work_item_sizes[2]);
+  printf("    fingerprint %s\n", d->fingerprint);
+}
+
+int cmd_devices(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    puts("usage: hetune devices\n\nLists every device of every backend (c, opencl, cuda) with its limits;\n"
+         "backends that cannot run here say why.");
+    return CLI_OK;
+  }
+  if (argc > 1) return cli_usage_error("devices", "takes no arguments");
+  ht_device_info *infos = NULL;
+  int n = 0;
+  ht_buf notes = {0};
+  if (ht_device_list(&infos, &n, &notes)) return cli_fail("devices");
+  for (int i = 0; i < n; i++) print_device(&infos[i]);
+  if (notes.data) printf("%s%s", notes.data, notes.data[notes.len - 1] == '\n' ? "" : "\n");
+  free(infos);
+  ht_buf_free(&notes);
+  return CLI_OK;
+}

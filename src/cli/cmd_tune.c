@@ -1,0 +1,163 @@
+/* hetune tune SPEC: the tuning loop with a progress line. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static const char *help =
+  "usage: hetune tune SPEC [options]\n"
+  "\n"
+  "Tunes the kernel of SPEC (see docs/spec.md) and stores every evaluation.\n"
+  "Configs already in the database are reused, not measured again.\n"
+  "\n"
+  "  --device D        device id: c, opencl, opencl:P:D, cuda, cuda:N (default: by the spec's language)\n"
+  "  --strategy S      brute_force or random (default random)\n"
+  "  --options K=V,..  strategy options\n"
+  "  --budget N        evaluate at most N configs (default: all)\n"
+  "  --time S          stop after S seconds\n"
+  "  --seed N          strategy seed (default 1)\n"
+  "  --size K=V        override a problem size (repeatable)\n"
+  "  --db FILE         database (default hetune.db or $HETUNE_DB)\n"
+  "  --timeout S       a kernel run longer than S seconds is a hang (default 10)\n"
+  "  --min-runs N      timed runs at least (default 3)\n"
+  "  --max-runs N      timed runs at most (default 50)\n"
+  "  --rsd X           stop timing below this relative standard deviation (default 0.10)\n"
+  "  --no-reuse        measure configs again even when stored\n"
+  "  --in-process      no worker process (faster, but a crashing kernel ends the run)\n"
+  "  --quiet           no progress output\n";
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  if (stop_requested) _exit(130); /* second Ctrl-C: leave now; stored evaluations are safe */
+  stop_requested = 1;
+}
+
+typedef struct progress_ctx {
+  int tty, quiet;
+  const ht_spec *spec;
+} progress_ctx;
+
+static void fmt_time(double s, char *buf, size_t len) {
+  if (!isfinite(s)) snprintf(buf, len, "-");
+  else if (s < 1e-3) snprintf(buf, len, "%.2f us", s * 1e6);
+  else if (s < 1) snprintf(buf, len, "%.3f ms", s * 1e3);
+  else snprintf(buf, len, "%.3f s", s);
+}
+
+static void show_progress(const ht_tune_progress *p, void *ctx) {
+  progress_ctx *pc = ctx;
+  if (pc->quiet) return;
+  char best[32], last[32], budget[32];
+  fmt_time(p->best_time_s, best, sizeof best);
+  fmt_time(p->last->time_s, last, sizeof last);
+  int64_t total = p->budget_evals > 0 && (uint64_t)p->budget_evals < p->space_size ? p->budget_evals
+                                                                                  : (int64_t)p->space_size;
+  snprintf(budget, sizeof budget, "%lld", (long long)total);
+  if (pc->tty) {
+    fprintf(stderr, "\r\033[K[%lld/%s] best %s  failures %lld  reused %lld  %.0fs", (long long)p->done, budget, best,
+            (long long)p->failures, (long long)p->reused, p->elapsed_s);
+  } else {
+    fprintf(stderr, "[%lld/%s] %s: %s%s%s (best %s)\n", (long long)p->done, budget, p->last_config,
+            p->last->status == HT_EVAL_OK ? last : ht_eval_status_name(p->last->status),
+            p->last_reused ? ", stored" : "", p->last->status == HT_EVAL_OK || !p->last->message[0] ? "" : "", best);
+  }
+  fflush(stderr);
+}
+
+static const char *default_device(const ht_spec *s) {
+  switch (s->kernel.lang) {
+  case HT_LANG_OPENCL: return "opencl";
+  case HT_LANG_CUDA: return "cuda";
+  default: return "c";
+  }
+}
+
+static int parse_runner_options(const cli_args *a, ht_runner_options *ro) {
+  ht_runner_options_default(ro);
+  const char *v;
+  if ((v = cli_opt(a, "timeout"))) ro->timeout_s = atof(v);
+  if ((v = cli_opt(a, "min-runs"))) ro->min_runs = atoi(v);
+  if ((v = cli_opt(a, "max-runs"))) ro->max_runs = atoi(v);
+  if ((v = cli_opt(a, "rsd"))) ro->rsd_target = atof(v);
+  ro->isolate = !cli_has(a, "in-process");
+  if (ro->timeout_s <= 0 || ro->min_runs < 1 || ro->max_runs < 1 || ro->rsd_target <= 0)
+    return cli_usage_error("tune", "--timeout, --min-runs, --max-runs and --rsd must be positive");
+  return CLI_OK;
+}
+
+static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
+  ht_tune_options_default(o);
+  const char *v;
+  if ((v = cli_opt(a, "strategy"))) o->strategy = v;
+  o->strategy_options = cli_opt(a, "options");
+  if ((v = cli_opt(a, "seed"))) o->seed = strtoull(v, NULL, 10);
+  if ((v = cli_opt(a, "budget")) && (o->budget_evals = atoll(v)) <= 0)
+    return cli_usage_error("tune", "--budget %s: expected a positive number of evaluations", v);
+  if ((v = cli_opt(a, "time")) && (o->budget_seconds = atof(v)) <= 0)
+    return cli_usage_error("tune", "--time %s: expected a positive number of seconds", v);
+  o->no_reuse = cli_has(a, "no-reuse");
+  o->stop = &stop_requested;
+  return CLI_OK;
+}
+
+static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const char *db) {
+  char t[32];
+  printf("tuned %s on %s (%s) for %s\n", spec->name, s->device.id, s->device.name, s->problem);
+  printf("  space: %llu valid configs; evaluated %lld (measured %lld, reused %lld), %lld failed, in %.1f s%s\n",
+         (unsigned long long)s->space_size, (long long)(s->measured + s->reused), (long long)s->measured,
+         (long long)s->reused, (long long)s->failures, s->elapsed_s, s->interrupted ? " (interrupted)" : "");
+  if (!s->found) {
+    printf("  no config succeeded\n");
+    return;
+  }
+  fmt_time(s->best.time_s, t, sizeof t);
+  printf("  best: %s\n", s->best_config);
+  printf("  time: %s (median of %d runs, rsd %.1f%%)", t, s->best.n_samples, s->best.rsd * 100);
+  for (int i = 0; i < s->best.n_metrics; i++) printf("  %s: %.4g", s->best.metrics[i].name, s->best.metrics[i].value);
+  printf("\n  stored in %s (session %lld)\n", db, (long long)s->session_id);
+}
+
+int cmd_tune(int argc, char **argv) {
+  static const char *const flags[] = {"no-reuse", "in-process", "quiet", NULL};
+  static const char *const known[] = {"device", "strategy", "options", "budget", "time", "seed", "size", "db",
+                                      "timeout", "min-runs", "max-runs", "rsd", "no-reuse", "in-process", "quiet",
+                                      NULL};
+  if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
+  cli_args a;
+  ht_tune_options to;
+  ht_runner_options ro;
+  int rc = cli_parse(argc - 1, argv + 1, flags, &a);
+  if (!rc) rc = cli_check_known(&a, "tune", known);
+  if (!rc && a.n_pos != 1) rc = cli_usage_error("tune", "expected one SPEC file (see hetune tune --help)");
+  if (!rc) rc = parse_tune_options(&a, &to);
+  if (!rc) rc = parse_runner_options(&a, &ro);
+  if (rc) return rc;
+  ht_spec *spec;
+  if ((rc = cli_load_spec(&a, a.pos[0], &spec))) return rc;
+  ht_store *store;
+  const char *db = cli_db_path(&a);
+  if (ht_store_open(db, &store)) {
+    ht_spec_destroy(spec);
+    return cli_fail("");
+  }
+  progress_ctx pc = {isatty(2), cli_has(&a, "quiet"), spec};
+  to.progress = show_progress;
+  to.progress_ctx = &pc;
+  signal(SIGINT, on_sigint);
+  const char *device = cli_opt(&a, "device") ? cli_opt(&a, "device") : default_device(spec);
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  ht_status st = sum ? ht_tune(spec, device, store, &to, &ro, sum) : ht_error(HT_ERR_NOMEM, "out of memory");
+  if (pc.tty && !pc.quiet) fputc('\n', stderr);
+  if (st) rc = cli_fail(a.pos[0]);
+  else print_summary(spec, sum, db);
+  free(sum);
+  ht_store_close(store);
+  ht_spec_destroy(spec);
+  return rc;
+}
