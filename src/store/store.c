@@ -178,7 +178,8 @@ static void remove_side_files(const char *path, int had_wal, int had_shm) {
 
 /* Looks at an existing file through a read-only connection, so judging it writes nothing. A WAL
  * file in a read-only folder cannot get its -shm, and is then read as immutable. */
-static ht_status inspect_file(const char *path, long long size, int *immutable, hts_inspect *in) {
+static ht_status inspect_file(const char *path, long long size, int readonly, int *immutable) {
+  hts_inspect in = {0};
   ht_status s = hts_check_header(path, size);
   if (s) return s;
   char *wal = ht_strfmt("%s-wal", path), *shm = ht_strfmt("%s-shm", path);
@@ -188,11 +189,12 @@ static ht_status inspect_file(const char *path, long long size, int *immutable, 
   for (*immutable = 0; *immutable < 2; ++*immutable) {
     sqlite3 *db = NULL;
     s = open_conn(path, SQLITE_OPEN_READONLY, *immutable, &db);
-    if (!s) s = hts_inspect_db(db, path, size, in);
+    if (!s) s = hts_inspect_db(db, path, size, &in);
     sqlite3_close(db);
     if (s != HT_ERR_IO) break;
   }
   if (*immutable == 2) *immutable = 1;
+  if (!s) s = hts_judge(path, &in, readonly);
   if (s) remove_side_files(path, had_wal, had_shm);
   return s;
 }
@@ -232,9 +234,7 @@ static ht_status open_impl(const char *path, int want_write, ht_store **out) {
   if (exists && !S_ISREG(sb.st_mode)) return ht_error(HT_ERR_IO, "%s: not a regular file", path);
   int readonly = !want_write || (exists && (access(path, W_OK) != 0 || !dir_writable(path)));
   int immutable = 0;
-  hts_inspect in = {0};
-  ht_status s = exists ? inspect_file(path, (long long)sb.st_size, &immutable, &in) : check_new_file(path);
-  if (!s) s = hts_judge(path, &in, readonly);
+  ht_status s = exists ? inspect_file(path, (long long)sb.st_size, readonly, &immutable) : check_new_file(path);
   if (s) return s;
 
   ht_store *st = calloc(1, sizeof *st);

@@ -1,0 +1,733 @@
+/* The store: round trips, persistence, upserts, refusing files that are not ours (untouched),
+ * read-only access, crash safety under kill -9, and the CSV and T4 exports. */
+#define _GNU_SOURCE /* nftw, open_memstream */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hetune/store.h"
+
+/* ---- fixtures ---- */
+
+typedef struct fix {
+  char dir[64];
+  char db[128];
+} fix;
+
+static int setup(void **state) {
+  fix *f = calloc(1, sizeof *f);
+  snprintf(f->dir, sizeof f->dir, "/tmp/ht_store_XXXXXX");
+  if (!f || !mkdtemp(f->dir)) return -1;
+  snprintf(f->db, sizeof f->db, "%s/hetune.db", f->dir);
+  *state = f;
+  return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(p);
+}
+
+static int teardown(void **state) {
+  fix *f = *state;
+  nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  free(f);
+  return 0;
+}
+
+static char *slurp(const char *path, size_t *len) {
+  char *data = NULL;
+  assert_int_equal(ht_read_file(path, &data, len), HT_OK);
+  return data;
+}
+
+static void write_bytes(const char *path, const void *data, size_t len) {
+  FILE *fp = fopen(path, "wb");
+  assert_non_null(fp);
+  assert_int_equal(fwrite(data, 1, len, fp), len);
+  fclose(fp);
+}
+
+static void make_device(ht_device_info *d, int n) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->backend, sizeof d->backend, "c");
+  snprintf(d->id, sizeof d->id, "c:%d", n);
+  snprintf(d->name, sizeof d->name, "Test CPU %d", n);
+  snprintf(d->vendor, sizeof d->vendor, "Acme");
+  snprintf(d->compiler_version, sizeof d->compiler_version, "cc 12.2");
+  d->compute_units = 8;
+  d->warp_size = 1;
+  d->global_mem_bytes = 1ull << 34;
+  d->max_work_item_sizes[0] = 1024;
+  snprintf(d->fingerprint, sizeof d->fingerprint, "%016x", 0xabc0 + n);
+}
+
+typedef struct ids {
+  int64_t kernel, device, problem, session;
+} ids;
+
+static ids populate(ht_store *st) {
+  ids x = {0};
+  ht_device_info d;
+  make_device(&d, 0);
+  assert_int_equal(ht_store_put_device(st, &d, &x.device), HT_OK);
+  assert_int_equal(ht_store_put_kernel(st, "vadd", "c", "0123456789abcdef", "vadd.json", "{\"TX\":[8,16]}", &x.kernel),
+                   HT_OK);
+  assert_int_equal(ht_store_put_problem(st, x.kernel, "N=1024", &x.problem), HT_OK);
+  ht_session_info si = {x.kernel, x.device, x.problem, "random", 42, 10, 0, "{\"rsd\":0.1}"};
+  assert_int_equal(ht_store_session_begin(st, &si, &x.session), HT_OK);
+  assert_true(x.kernel > 0 && x.device > 0 && x.problem > 0 && x.session > 0);
+  return x;
+}
+
+/* Samples chosen so that anything short of 17 significant digits would change them. */
+static void make_result(ht_result *r, double scale) {
+  ht_result_init(r);
+  r->status = HT_EVAL_OK;
+  r->n_samples = 6;
+  const double s[] = {1.0 / 3.0, M_PI * 1e-7, 0.1, 2.5e-300, 123456789.123456789, 1e-5};
+  for (int i = 0; i < 6; i++) r->samples[i] = s[i] * scale;
+  ht_result_summarise(r);
+  r->compile_s = 0.25;
+  r->verify_s = 0.01;
+  r->h2d_s = 1e-4;
+  r->d2h_s = 2e-4;
+  r->framework_s = 0.003;
+  r->wall_s = 0.5;
+  r->timestamp = 1714567890.125;
+  r->n_metrics = 2;
+  snprintf(r->metrics[0].name, sizeof r->metrics[0].name, "gflops");
+  r->metrics[0].value = 12.5 * scale;
+  snprintf(r->metrics[1].name, sizeof r->metrics[1].name, "bandwidth_gbs");
+  r->metrics[1].value = 0.1 / scale;
+}
+
+static void assert_same_double(double a, double b) {
+  if (isnan(a) && isnan(b)) return;
+  assert_memory_equal(&a, &b, sizeof a);
+}
+
+static void assert_same_result(const ht_result *a, const ht_result *b) {
+  assert_int_equal(a->status, b->status);
+  assert_int_equal(a->n_samples, b->n_samples);
+  for (int i = 0; i < a->n_samples; i++) assert_same_double(a->samples[i], b->samples[i]);
+  const double x[] = {a->time_s, a->mean_s, a->stddev_s, a->min_s, a->max_s, a->rsd, a->compile_s, a->verify_s,
+                      a->h2d_s, a->d2h_s, a->framework_s, a->wall_s, a->timestamp};
+  const double y[] = {b->time_s, b->mean_s, b->stddev_s, b->min_s, b->max_s, b->rsd, b->compile_s, b->verify_s,
+                      b->h2d_s, b->d2h_s, b->framework_s, b->wall_s, b->timestamp};
+  for (int i = 0; i < 13; i++) assert_same_double(x[i], y[i]);
+  assert_int_equal(a->compile_cached, b->compile_cached);
+  assert_int_equal(a->n_metrics, b->n_metrics);
+  for (int i = 0; i < a->n_metrics; i++) {
+    assert_string_equal(a->metrics[i].name, b->metrics[i].name);
+    assert_same_double(a->metrics[i].value, b->metrics[i].value);
+  }
+  assert_string_equal(a->message, b->message);
+}
+
+static ht_eval_key key_of(ids x, const char *ck, const char *cj) {
+  ht_eval_key k = {x.kernel, x.device, x.problem, ck, cj};
+  return k;
+}
+
+/* Three evaluations: TX=8 (slow, then re-measured faster), TX=16 fastest but failed to compile. */
+static void put_three(ht_store *st, ids x, ht_result rs[3]) {
+  ht_eval_key k8 = key_of(x, "TX=8", "{\"TX\":8}"), k16 = key_of(x, "TX=16", "{\"TX\":16}");
+  make_result(&rs[0], 2.0);
+  make_result(&rs[1], 1.0);
+  make_result(&rs[2], 0.5);
+  rs[1].samples[2] = NAN; /* a lost sample is stored as null and comes back as NaN */
+  rs[2].status = HT_EVAL_COMPILE;
+  rs[2].time_s = NAN;
+  rs[2].n_samples = 0;
+  rs[2].n_metrics = 0;
+  snprintf(rs[2].message, sizeof rs[2].message, "error: \"TX\" too big, line 3\nsecond line");
+  int64_t id[3];
+  assert_int_equal(ht_store_put_eval(st, x.session, &k8, &rs[0], &id[0]), HT_OK);
+  assert_int_equal(ht_store_put_eval(st, x.session, &k8, &rs[1], &id[1]), HT_OK);
+  assert_int_equal(ht_store_put_eval(st, x.session, &k16, &rs[2], &id[2]), HT_OK);
+  assert_true(id[0] < id[1] && id[1] < id[2]);
+}
+
+/* ---- round trips ---- */
+
+typedef struct visit {
+  int n;
+  int64_t last_id;
+  ht_result r[8];
+  char keys[8][32];
+} visit;
+
+static int count_eval(const ht_eval_record *rec, void *p) {
+  visit *v = p;
+  assert_true(rec->eval_id > v->last_id); /* oldest first */
+  v->last_id = rec->eval_id;
+  assert_string_equal(rec->kernel_name, "vadd");
+  assert_string_equal(rec->device_id, "c:0");
+  assert_string_equal(rec->problem, "N=1024");
+  assert_string_equal(rec->source_hash, "0123456789abcdef");
+  if (v->n < 8) {
+    v->r[v->n] = rec->result;
+    snprintf(v->keys[v->n], sizeof v->keys[0], "%s", rec->config_key);
+  }
+  v->n++;
+  return 0;
+}
+
+static void check_queries(ht_store *st, ids x, const ht_result rs[3]) {
+  ht_eval_key k8 = key_of(x, "TX=8", NULL), k16 = key_of(x, "TX=16", NULL), k32 = key_of(x, "TX=32", NULL);
+  ht_result got;
+  int found = -1;
+  assert_int_equal(ht_store_get_eval(st, &k8, &got, &found), HT_OK);
+  assert_int_equal(found, 1);
+  assert_same_result(&got, &rs[1]); /* the latest of the two */
+  assert_int_equal(ht_store_get_eval(st, &k16, &got, &found), HT_OK);
+  assert_int_equal(found, 1);
+  assert_same_result(&got, &rs[2]);
+  assert_int_equal(ht_store_get_eval(st, &k32, &got, &found), HT_OK);
+  assert_int_equal(found, 0);
+
+  char key[32];
+  assert_int_equal(ht_store_best(st, x.kernel, x.device, x.problem, &got, key, sizeof key, &found), HT_OK);
+  assert_int_equal(found, 1);
+  assert_string_equal(key, "TX=8"); /* TX=16 is faster on paper but did not compile */
+  assert_same_result(&got, &rs[1]);
+  assert_int_equal(ht_store_best(st, x.kernel, x.device, x.problem + 99, &got, key, sizeof key, &found), HT_OK);
+  assert_int_equal(found, 0);
+
+  visit v = {0};
+  assert_int_equal(ht_store_each_eval(st, NULL, count_eval, &v), HT_OK);
+  assert_int_equal(v.n, 3);
+  for (int i = 0; i < 3; i++) assert_same_result(&v.r[i], &rs[i]);
+  ht_eval_filter only_ok = {.kernel_name = "vadd", .device_id = "c:0", .problem = "N=1024", .only_ok = 1};
+  memset(&v, 0, sizeof v);
+  assert_int_equal(ht_store_each_eval(st, &only_ok, count_eval, &v), HT_OK);
+  assert_int_equal(v.n, 2);
+  ht_eval_filter other = {.kernel_name = "gemm"};
+  memset(&v, 0, sizeof v);
+  assert_int_equal(ht_store_each_eval(st, &other, count_eval, &v), HT_OK);
+  assert_int_equal(v.n, 0);
+}
+
+static int stop_first(const ht_eval_record *rec, void *p) {
+  (void)rec;
+  ++*(int *)p;
+  return 1;
+}
+
+typedef struct sess_visit {
+  int n;
+  ht_session_record last;
+  char status[32], strategy[32];
+} sess_visit;
+
+static int count_session(const ht_session_record *r, void *p) {
+  sess_visit *v = p;
+  v->n++;
+  v->last = *r;
+  snprintf(v->status, sizeof v->status, "%s", r->status);
+  snprintf(v->strategy, sizeof v->strategy, "%s", r->strategy);
+  assert_string_equal(r->kernel_name, "vadd");
+  assert_string_equal(r->device_id, "c:0");
+  assert_string_equal(r->problem, "N=1024");
+  return 0;
+}
+
+static void test_roundtrip(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  assert_string_equal(ht_store_path(st), f->db);
+  ids x = populate(st);
+  ht_result rs[3];
+  put_three(st, x, rs);
+  check_queries(st, x, rs);
+  int n = 0;
+  assert_int_equal(ht_store_each_eval(st, NULL, stop_first, &n), HT_OK);
+  assert_int_equal(n, 1);
+
+  sess_visit sv = {0};
+  assert_int_equal(ht_store_each_session(st, count_session, &sv), HT_OK);
+  assert_int_equal(sv.n, 1);
+  assert_string_equal(sv.status, "running");
+  assert_int_equal(sv.last.n_evals, 3); /* kept current while running */
+  assert_same_double(sv.last.best_time_s, rs[1].time_s);
+  assert_true(isnan(sv.last.ended));
+  assert_int_equal(ht_store_session_end(st, x.session, "finished", 3, rs[1].time_s), HT_OK);
+  assert_int_equal(ht_store_session_end(st, x.session + 7, "finished", 3, 1.0), HT_ERR_NOTFOUND);
+  assert_int_equal(ht_store_session_end(st, x.session, "bogus", 3, 1.0), HT_ERR_INVALID);
+  ht_store_close(st);
+
+  /* Everything persists across a reopen. */
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  check_queries(st, x, rs);
+  memset(&sv, 0, sizeof sv);
+  assert_int_equal(ht_store_each_session(st, count_session, &sv), HT_OK);
+  assert_int_equal(sv.n, 1);
+  assert_string_equal(sv.status, "finished");
+  assert_string_equal(sv.strategy, "random");
+  assert_int_equal(sv.last.seed, 42);
+  assert_int_equal(sv.last.budget_evals, 10);
+  assert_false(isnan(sv.last.ended));
+  ht_store_close(st);
+}
+
+static void test_upsert_idempotent(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids a = populate(st), b = populate(st);
+  assert_int_equal(a.kernel, b.kernel);
+  assert_int_equal(a.device, b.device);
+  assert_int_equal(a.problem, b.problem);
+  assert_int_not_equal(a.session, b.session); /* sessions are events, not entities */
+  ht_device_info d;
+  make_device(&d, 1);
+  int64_t other;
+  assert_int_equal(ht_store_put_device(st, &d, &other), HT_OK);
+  assert_int_not_equal(other, a.device);
+  int64_t k2;
+  assert_int_equal(ht_store_put_kernel(st, "vadd", "c", "fedcba9876543210", NULL, NULL, &k2), HT_OK);
+  assert_int_not_equal(k2, a.kernel); /* a changed source is a different kernel */
+  d.fingerprint[0] = '\0';
+  assert_int_equal(ht_store_put_device(st, &d, &other), HT_ERR_INVALID);
+  ht_store_close(st);
+  /* ...and across processes' reopen. */
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids c = populate(st);
+  assert_int_equal(a.kernel, c.kernel);
+  assert_int_equal(a.device, c.device);
+  assert_int_equal(a.problem, c.problem);
+  ht_store_close(st);
+}
+
+static void test_bad_ids(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids x = populate(st);
+  ht_result r;
+  make_result(&r, 1);
+  ht_eval_key k = key_of(x, "TX=8", "{\"TX\":8}");
+  k.kernel_id = 999;
+  assert_int_equal(ht_store_put_eval(st, x.session, &k, &r, NULL), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), f->db));
+  int64_t pid;
+  assert_int_equal(ht_store_put_problem(st, 999, "N=1", &pid), HT_ERR_INVALID);
+  /* The failed write left nothing behind, and the store still works. */
+  k.kernel_id = x.kernel;
+  assert_int_equal(ht_store_put_eval(st, 0, &k, &r, NULL), HT_OK); /* session 0 = none */
+  visit v = {0};
+  assert_int_equal(ht_store_each_eval(st, NULL, count_eval, &v), HT_OK);
+  assert_int_equal(v.n, 1);
+  ht_store_close(st);
+}
+
+/* ---- files that are not ours ---- */
+
+static void assert_refused(const char *path, const char *why) {
+  size_t n0, n1;
+  char *before = slurp(path, &n0);
+  ht_store *st = (ht_store *)1;
+  assert_int_equal(ht_store_open(path, &st), HT_ERR_STORE);
+  assert_null(st);
+  assert_non_null(strstr(ht_last_error(), path));
+  if (why && !strstr(ht_last_error(), why)) fail_msg("message '%s' lacks '%s'", ht_last_error(), why);
+  assert_int_equal(ht_store_open_readonly(path, &st), HT_ERR_STORE);
+  char *after = slurp(path, &n1);
+  assert_int_equal(n0, n1);
+  assert_memory_equal(before, after, n0);
+  free(before);
+  free(after);
+  char side[256];
+  snprintf(side, sizeof side, "%s-wal", path);
+  assert_int_not_equal(access(side, F_OK), 0);
+  snprintf(side, sizeof side, "%s-shm", path);
+  assert_int_not_equal(access(side, F_OK), 0);
+}
+
+static void test_not_sqlite(void **state) {
+  fix *f = *state;
+  unsigned char junk[4096];
+  ht_rng rng;
+  ht_rng_seed(&rng, 7);
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)ht_rng_next(&rng);
+  write_bytes(f->db, junk, sizeof junk);
+  assert_refused(f->db, "not a SQLite database");
+  write_bytes(f->db, "hello\n", 6);
+  assert_refused(f->db, NULL);
+}
+
+/* A real database with enough rows to span many pages. */
+static void make_big_db(const char *path) {
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(path, &st), HT_OK);
+  ids x = populate(st);
+  ht_result r;
+  make_result(&r, 1);
+  r.n_samples = 100;
+  for (int i = 0; i < 200; i++) {
+    char ck[32], cj[32];
+    snprintf(ck, sizeof ck, "TX=%d", i);
+    snprintf(cj, sizeof cj, "{\"TX\":%d}", i);
+    ht_eval_key k = key_of(x, ck, cj);
+    assert_int_equal(ht_store_put_eval(st, x.session, &k, &r, NULL), HT_OK);
+  }
+  ht_store_close(st);
+}
+
+static void test_corrupt(void **state) {
+  fix *f = *state;
+  char good[160];
+  snprintf(good, sizeof good, "%s/good.db", f->dir);
+  make_big_db(good);
+  size_t n;
+  char *data = slurp(good, &n);
+  assert_true(n > 32768);
+  /* A truncated copy, as from an interrupted scp. */
+  write_bytes(f->db, data, n / 2);
+  assert_refused(f->db, "truncated");
+  /* A copy with garbage over its middle pages. */
+  for (size_t i = n / 3; i < n / 3 + 8192; i++) data[i] = (char)(i * 131);
+  write_bytes(f->db, data, n);
+  assert_refused(f->db, "corrupt");
+  free(data);
+  /* The original is still fine. */
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(good, &st), HT_OK);
+  ht_store_close(st);
+}
+
+static void sql_exec(const char *path, const char *sql) {
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  char *err = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s: %s", sql, err);
+  sqlite3_close(db);
+}
+
+static void test_foreign(void **state) {
+  fix *f = *state;
+  sql_exec(f->db, "CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO photos VALUES (1, 'cat');");
+  assert_refused(f->db, "not a hetune database");
+  remove(f->db);
+  /* Someone else's application id, even without tables. */
+  sql_exec(f->db, "PRAGMA application_id = 1234; CREATE TABLE t(x); DROP TABLE t;");
+  assert_refused(f->db, "not a hetune database");
+}
+
+static void test_newer_schema(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  populate(st);
+  ht_store_close(st);
+  sql_exec(f->db, "PRAGMA user_version = 99");
+  assert_refused(f->db, "newer");
+}
+
+static void test_empty_file(void **state) {
+  fix *f = *state;
+  write_bytes(f->db, "", 0);
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open_readonly(f->db, &st), HT_ERR_STORE);
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK); /* an empty file becomes a new store */
+  populate(st);
+  ht_store_close(st);
+}
+
+/* ---- read-only ---- */
+
+static void test_readonly(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open_readonly(f->db, &st), HT_ERR_IO); /* never creates */
+  assert_int_not_equal(access(f->db, F_OK), 0);
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids x = populate(st);
+  ht_result rs[3];
+  put_three(st, x, rs);
+  ht_store_close(st);
+
+  assert_int_equal(ht_store_open_readonly(f->db, &st), HT_OK);
+  check_queries(st, x, rs);
+  ht_eval_key k = key_of(x, "TX=4", "{\"TX\":4}");
+  assert_int_equal(ht_store_put_eval(st, x.session, &k, &rs[0], NULL), HT_ERR_STORE);
+  assert_non_null(strstr(ht_last_error(), f->db));
+  assert_non_null(strstr(ht_last_error(), "database is read-only"));
+  ht_device_info d;
+  make_device(&d, 3);
+  int64_t id;
+  assert_int_equal(ht_store_put_device(st, &d, &id), HT_ERR_STORE);
+  assert_int_equal(ht_store_session_end(st, x.session, "finished", 1, 1.0), HT_ERR_STORE);
+  ht_store_close(st);
+
+  /* Permission bits only bind non-root users; root bypasses them, so the chmod path is checked
+   * only where it can mean something. */
+  if (geteuid() != 0) {
+    chmod(f->db, 0444);
+    chmod(f->dir, 0555);
+    assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+    check_queries(st, x, rs);
+    assert_int_equal(ht_store_put_eval(st, x.session, &k, &rs[0], NULL), HT_ERR_STORE);
+    assert_non_null(strstr(ht_last_error(), "read-only"));
+    ht_store_close(st);
+    chmod(f->dir, 0755);
+    chmod(f->db, 0644);
+  }
+}
+
+static void test_two_handles(void **state) {
+  fix *f = *state;
+  ht_store *a = NULL, *b = NULL;
+  assert_int_equal(ht_store_open(f->db, &a), HT_OK);
+  assert_int_equal(ht_store_open(f->db, &b), HT_OK);
+  ids x = populate(a);
+  ht_result r;
+  make_result(&r, 1);
+  ht_eval_key k = key_of(x, "TX=8", "{\"TX\":8}");
+  assert_int_equal(ht_store_put_eval(a, x.session, &k, &r, NULL), HT_OK);
+  ht_result got;
+  int found = 0;
+  assert_int_equal(ht_store_get_eval(b, &k, &got, &found), HT_OK); /* WAL: the other handle sees it */
+  assert_int_equal(found, 1);
+  assert_same_result(&got, &r);
+  ht_store_close(a);
+  ht_store_close(b);
+}
+
+/* ---- crash safety ---- */
+
+static void test_kill9(void **state) {
+  fix *f = *state;
+  const int k = 7;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* The child never returns into cmocka: it dies by SIGKILL with the store open. */
+    ht_store *st = NULL;
+    if (ht_store_open(f->db, &st) != HT_OK) _exit(2);
+    ids x = populate(st);
+    ht_result r;
+    make_result(&r, 1);
+    for (int i = 0; i < k; i++) {
+      char ck[32];
+      snprintf(ck, sizeof ck, "TX=%d", i);
+      ht_eval_key key = key_of(x, ck, "{}");
+      if (ht_store_put_eval(st, x.session, &key, &r, NULL) != HT_OK) _exit(3);
+    }
+    raise(SIGKILL);
+    _exit(4);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  visit v = {0};
+  assert_int_equal(ht_store_each_eval(st, NULL, count_eval, &v), HT_OK);
+  assert_int_equal(v.n, k);
+  sess_visit sv = {0};
+  assert_int_equal(ht_store_each_session(st, count_session, &sv), HT_OK);
+  assert_int_equal(sv.n, 1);
+  assert_string_equal(sv.status, "running"); /* never ended: visible as such */
+  assert_int_equal(sv.last.n_evals, k);
+  ht_store_close(st);
+}
+
+/* ---- exports ---- */
+
+/* A minimal RFC 4180 reader: rows of fields, quotes doubled inside quoted fields. */
+typedef struct csv {
+  int rows, cols[16];
+  char *cell[16][40];
+} csv;
+
+static void csv_parse(const char *s, csv *c) {
+  memset(c, 0, sizeof *c);
+  ht_buf field = {0};
+  int in_quotes = 0, col = 0, quoted = 0;
+  for (;; s++) {
+    if (in_quotes) {
+      assert_true(*s != '\0');
+      if (*s == '"' && s[1] == '"') {
+        ht_buf_append(&field, "\"");
+        s++;
+      } else if (*s == '"') {
+        in_quotes = 0;
+      } else {
+        ht_buf_appendf(&field, "%c", *s);
+      }
+      continue;
+    }
+    int end_row = *s == '\r' || *s == '\0';
+    if (*s == '"') {
+      in_quotes = quoted = 1;
+    } else if (*s == ',' || end_row) {
+      if (*s == '\0' && col == 0 && !field.len && !quoted) break;
+      assert_true(c->rows < 16 && col < 40);
+      c->cell[c->rows][col++] = ht_strdup(field.data ? field.data : "");
+      ht_buf_free(&field);
+      memset(&field, 0, sizeof field);
+      quoted = 0;
+      if (end_row) {
+        c->cols[c->rows++] = col;
+        col = 0;
+        if (*s == '\0') break;
+        assert_int_equal(s[1], '\n'); /* RFC 4180 line ends */
+        s++;
+      }
+    } else {
+      ht_buf_appendf(&field, "%c", *s);
+    }
+  }
+  ht_buf_free(&field);
+}
+
+static void csv_free(csv *c) {
+  for (int r = 0; r < 16; r++)
+    for (int i = 0; i < 40; i++) free(c->cell[r][i]);
+}
+
+static int csv_col(const csv *c, const char *name) {
+  for (int i = 0; i < c->cols[0]; i++)
+    if (!strcmp(c->cell[0][i], name)) return i;
+  fail_msg("no column %s", name);
+  return -1;
+}
+
+static char *export_text(ht_store *st, const ht_eval_filter *flt, int t4) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  assert_non_null(mem);
+  assert_int_equal(t4 ? ht_store_export_t4(st, flt, mem) : ht_store_export_csv(st, flt, mem), HT_OK);
+  fclose(mem);
+  return buf;
+}
+
+static void test_export_csv(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids x = populate(st);
+  ht_result rs[3];
+  put_three(st, x, rs);
+  ht_eval_filter one = {.kernel_name = "vadd"};
+  char *text = export_text(st, &one, 0);
+  csv c;
+  csv_parse(text, &c);
+  assert_int_equal(c.rows, 4);
+  for (int r = 1; r < 4; r++) assert_int_equal(c.cols[r], c.cols[0]);
+  const char *expect[] = {"eval_id", "session_id", "kernel", "device_id", "device_name", "problem", "config",
+                          "TX", "status", "time_s", "mean_s", "stddev_s", "min_s", "n_samples", "compile_s",
+                          "compile_cached", "verify_s", "framework_s", "timestamp", "message", "gflops",
+                          "bandwidth_gbs"};
+  assert_int_equal(c.cols[0], 22);
+  for (int i = 0; i < 22; i++) assert_string_equal(c.cell[0][i], expect[i]);
+  assert_string_equal(c.cell[1][csv_col(&c, "config")], "TX=8");
+  assert_string_equal(c.cell[3][csv_col(&c, "TX")], "16");
+  assert_string_equal(c.cell[3][csv_col(&c, "status")], "compile");
+  assert_string_equal(c.cell[3][csv_col(&c, "message")], rs[2].message); /* quotes, comma, newline */
+  assert_string_equal(c.cell[3][csv_col(&c, "time_s")], "");
+  assert_string_equal(c.cell[3][csv_col(&c, "gflops")], "");
+  assert_same_double(strtod(c.cell[2][csv_col(&c, "time_s")], NULL), rs[1].time_s);
+  assert_same_double(strtod(c.cell[2][csv_col(&c, "gflops")], NULL), rs[1].metrics[0].value);
+  assert_string_equal(c.cell[1][csv_col(&c, "timestamp")], "2024-05-01T12:51:30.125Z");
+  csv_free(&c);
+  free(text);
+
+  /* Without a kernel selected there are no parameter columns. */
+  text = export_text(st, NULL, 0);
+  csv_parse(text, &c);
+  assert_int_equal(c.rows, 4);
+  assert_int_equal(c.cols[0], 21);
+  csv_free(&c);
+  free(text);
+  ht_store_close(st);
+}
+
+static void test_export_t4(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids x = populate(st);
+  ht_result rs[3];
+  put_three(st, x, rs);
+  char *text = export_text(st, NULL, 1);
+  json_error_t err;
+  json_t *doc = json_loads(text, 0, &err);
+  if (!doc) fail_msg("T4 output does not parse: %s (line %d)", err.text, err.line);
+  assert_string_equal(json_string_value(json_object_get(doc, "schema_version")), "1.0.0");
+  json_t *results = json_object_get(doc, "results");
+  assert_int_equal(json_array_size(results), 3);
+  for (size_t i = 0; i < 3; i++) {
+    json_t *r = json_array_get(results, i);
+    const char *need[] = {"timestamp", "configuration", "times", "invalidity", "correctness", "measurements"};
+    for (int j = 0; j < 6; j++) assert_non_null(json_object_get(r, need[j]));
+    json_t *runtimes = json_object_get(json_object_get(r, "times"), "runtimes");
+    assert_int_equal(json_array_size(runtimes), rs[i].n_samples);
+    for (int j = 0; j < rs[i].n_samples; j++) {
+      json_t *v = json_array_get(runtimes, j);
+      assert_same_double(json_is_null(v) ? NAN : json_number_value(v), rs[i].samples[j]);
+    }
+  }
+  json_t *r1 = json_array_get(results, 1), *r2 = json_array_get(results, 2);
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(r1, "configuration"), "TX")), 8);
+  assert_string_equal(json_string_value(json_object_get(r1, "invalidity")), "correct");
+  assert_string_equal(json_string_value(json_object_get(r2, "invalidity")), "compile");
+  assert_int_equal(json_integer_value(json_object_get(r1, "correctness")), 1);
+  assert_string_equal(json_string_value(json_object_get(r1, "timestamp")), "2024-05-01T12:51:30.125Z");
+  json_t *times = json_object_get(r1, "times");
+  assert_same_double(json_number_value(json_object_get(times, "compilation_time")), 0.25);
+  assert_same_double(json_number_value(json_object_get(times, "validation")), 0.01);
+  json_t *m0 = json_array_get(json_object_get(r1, "measurements"), 0);
+  assert_string_equal(json_string_value(json_object_get(m0, "name")), "time");
+  assert_string_equal(json_string_value(json_object_get(m0, "unit")), "s");
+  assert_same_double(json_number_value(json_object_get(m0, "value")), rs[1].time_s);
+  assert_int_equal(json_array_size(json_object_get(r1, "measurements")), 3);
+  assert_int_equal(json_array_size(json_object_get(r2, "measurements")), 0);
+  json_decref(doc);
+  free(text);
+
+  ht_eval_filter none = {.kernel_name = "nope"};
+  text = export_text(st, &none, 1);
+  doc = json_loads(text, 0, &err);
+  assert_non_null(doc);
+  assert_int_equal(json_array_size(json_object_get(doc, "results")), 0);
+  json_decref(doc);
+  free(text);
+  ht_store_close(st);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_upsert_idempotent, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_ids, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_not_sqlite, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_foreign, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_newer_schema, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_two_handles, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_export_csv, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_export_t4, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
