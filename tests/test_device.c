@@ -319,12 +319,76 @@ static void test_cl_errors(void **state) {
   ht_device_close(dev);
 }
 
+/* ---- cuda, host side: NVRTC needs no GPU ---- */
+
+static void test_cuda_ptx(void **state) {
+  (void)state;
+  const char *names[] = {"SCALE"};
+  const char *values[] = {"3.0f"};
+  ht_defines defs = {1, names, values};
+  ht_source src = {.lang = HT_LANG_CUDA,
+                   .text = "extern \"C\" __global__ void scale(float *x, int n) {\n"
+                           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                           "  if (i < n) x[i] *= SCALE;\n"
+                           "}\n",
+                   .path = HT_SOURCE_DIR "/tests/scale.cu",
+                   .entry = "scale"};
+  char *ptx = NULL, *log = NULL;
+  ht_status s = ht_cuda_compile_ptx(&src, &defs, NULL, &ptx, &log);
+  if (s == HT_ERR_UNSUPPORTED) {
+    free(log);
+    skip(); /* no NVRTC on this machine */
+  }
+  if (s) fprintf(stderr, "%s\n%s\n", ht_last_error(), log ? log : "");
+  assert_int_equal(s, HT_OK);
+  assert_non_null(ptx);
+  assert_non_null(strstr(ptx, ".entry scale"));
+  assert_non_null(strstr(ptx, "0f40400000")); /* SCALE=3.0f reached the compiler */
+  free(ptx);
+  free(log);
+  /* Without the define the source does not compile: the log says why. */
+  ptx = log = NULL;
+  s = ht_cuda_compile_ptx(&src, NULL, "compute_80", &ptx, &log);
+  assert_int_equal(s, HT_ERR_COMPILE);
+  assert_null(ptx);
+  assert_non_null(log);
+  assert_non_null(strstr(log, "SCALE"));
+  assert_non_null(strstr(ht_last_error(), "error"));
+  free(log);
+  src.text = "extern \"C\" __global__ void scale(float *x) { x[0] = ; }\n";
+  ptx = log = NULL;
+  assert_int_equal(ht_cuda_compile_ptx(&src, &defs, NULL, &ptx, &log), HT_ERR_COMPILE);
+  assert_non_null(log);
+  free(ptx);
+  free(log);
+}
+
+static void test_cuda_probe(void **state) {
+  (void)state;
+  ht_device_info infos[8];
+  int n = -1;
+  ht_status s = ht_backend_find("cuda")->probe(infos, 8, &n);
+  if (s) {
+    /* The expected answer on machines without an NVIDIA driver: a reason, no crash. */
+    assert_int_equal(s, HT_ERR_UNSUPPORTED);
+    assert_true(strlen(ht_last_error()) > 0);
+    assert_int_equal(n, 0);
+    fprintf(stderr, "cuda probe: %s\n", ht_last_error());
+    ht_device *dev = NULL;
+    assert_int_equal(ht_device_open("cuda", &dev), HT_ERR_UNSUPPORTED);
+    assert_null(dev);
+  } else {
+    assert_true(n >= 0);
+    for (int i = 0; i < n; i++) assert_int_equal(infos[i].warp_size, 32);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_c_probe),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
-      cmocka_unit_test(test_cl_errors),
+      cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,443 @@
-/* placeholder until the cuda backend lands */
+/* The "cuda" backend: the driver API and NVRTC, both loaded with dlopen at run time so one binary
+ * runs with or without an NVIDIA driver. Kernels must be extern "C" (their names unmangled). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
 #include "device/backend.h"
-static ht_status stub_probe(ht_device_info *out, int max, int *n) {
-  (void)out; (void)max; *n = 0;
-  return ht_error(HT_ERR_UNSUPPORTED, "not implemented yet");
+#include "device/cuda_api.h"
+#include "device/cuda_nvrtc.h"
+
+typedef struct cuda_impl {
+  cu_api api;
+  cu_device dev;
+  cu_handle ctx;
+  cu_handle ev_start, ev_end;
+  int cc; /* compute capability, major*10+minor */
+} cuda_impl;
+
+typedef struct cuda_prog {
+  cu_handle module;
+  cu_handle fn;
+} cuda_prog;
+
+typedef struct cuda_buf {
+  cu_devptr ptr;
+  size_t bytes;
+} cuda_buf;
+
+/* The process that initialised the driver (cuInit). Any other process probes in a forked child:
+ * a driver initialised before fork() cannot be used by the tuner's forked workers. */
+static pid_t cuda_owner_pid;
+
+static const char *cu_name(const cu_api *a, cu_result r) {
+  const char *name = NULL;
+  if (a->GetErrorName && a->GetErrorName(r, &name) == 0 && name) return name;
+  return "CUDA_ERROR_UNKNOWN";
 }
-const ht_backend_ops ht_backend_cuda = {.name = "cuda", .probe = stub_probe};
+
+static ht_status cu_fail(const cu_api *a, ht_status code, cu_result r, const char *what) {
+  return ht_error(code, "%s failed: %s (%d)", what, cu_name(a, r), r);
+}
+
+/* ---- loading the driver ---- */
+
+static void *load_sym(void *lib, const char *name, const char *fallback, int *missing) {
+  void *p = dlsym(lib, name);
+  if (!p && fallback) p = dlsym(lib, fallback);
+  if (!p) *missing = 1;
+  return p;
+}
+
+#define LOAD(field, name, fallback) (*(void **)&a->field = load_sym(lib, name, fallback, &missing))
+
+/* The driver stays loaded (RTLD_NODELETE): unloading libcuda while a context may exist is unsafe. */
+static ht_status cu_load(cu_api *a) {
+  memset(a, 0, sizeof *a);
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!lib) return ht_error(HT_ERR_UNSUPPORTED, "libcuda.so.1 not found (no NVIDIA driver)");
+  int missing = 0;
+  LOAD(Init, "cuInit", NULL);
+  LOAD(DriverGetVersion, "cuDriverGetVersion", NULL);
+  LOAD(DeviceGetCount, "cuDeviceGetCount", NULL);
+  LOAD(DeviceGet, "cuDeviceGet", NULL);
+  LOAD(DeviceGetName, "cuDeviceGetName", NULL);
+  LOAD(DeviceTotalMem, "cuDeviceTotalMem_v2", NULL);
+  LOAD(DeviceGetAttribute, "cuDeviceGetAttribute", NULL);
+  LOAD(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL);
+  LOAD(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
+  LOAD(CtxSetCurrent, "cuCtxSetCurrent", NULL);
+  LOAD(CtxSynchronize, "cuCtxSynchronize", NULL);
+  LOAD(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL);
+  LOAD(ModuleUnload, "cuModuleUnload", NULL);
+  LOAD(ModuleGetFunction, "cuModuleGetFunction", NULL);
+  LOAD(LaunchKernel, "cuLaunchKernel", NULL);
+  LOAD(MemAlloc, "cuMemAlloc_v2", NULL);
+  LOAD(MemFree, "cuMemFree_v2", NULL);
+  LOAD(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL);
+  LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL);
+  LOAD(EventCreate, "cuEventCreate", NULL);
+  LOAD(EventRecord, "cuEventRecord", NULL);
+  LOAD(EventSynchronize, "cuEventSynchronize", NULL);
+  LOAD(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+  LOAD(EventDestroy, "cuEventDestroy_v2", NULL);
+  LOAD(GetErrorName, "cuGetErrorName", NULL);
+  if (missing) return ht_error(HT_ERR_UNSUPPORTED, "libcuda.so.1 is too old (missing entry points)");
+  a->lib = lib;
+  return HT_OK;
+}
+
+#undef LOAD
+
+static ht_status cu_start(cu_api *a) {
+  ht_status s = cu_load(a);
+  if (s) return s;
+  cu_result r = a->Init(0);
+  if (r != 0) return ht_error(HT_ERR_UNSUPPORTED, "cuInit failed: %s (%d)", cu_name(a, r), r);
+  return HT_OK;
+}
+
+/* ---- probe ---- */
+
+static int attr(const cu_api *a, cu_device d, int which) {
+  int v = 0;
+  return a->DeviceGetAttribute(&v, which, d) == 0 ? v : 0;
+}
+
+static void fill_info(const cu_api *a, int index, cu_device d, ht_device_info *o) {
+  memset(o, 0, sizeof *o);
+  ht_copy_field(o->backend, sizeof o->backend, "cuda");
+  snprintf(o->id, sizeof o->id, "cuda:%d", index);
+  a->DeviceGetName(o->name, (int)sizeof o->name, d);
+  ht_copy_field(o->vendor, sizeof o->vendor, "NVIDIA Corporation");
+  int v = 0;
+  a->DriverGetVersion(&v);
+  snprintf(o->driver_version, sizeof o->driver_version, "CUDA %d.%d", v / 1000, v % 1000 / 10);
+  if (ht_cuda_nvrtc_version(o->runtime_version, sizeof o->runtime_version))
+    ht_copy_field(o->runtime_version, sizeof o->runtime_version, "NVRTC not found");
+  snprintf(o->compiler_version, sizeof o->compiler_version, "%s sm_%d%d", o->runtime_version,
+           attr(a, d, CU_ATTR_CC_MAJOR), attr(a, d, CU_ATTR_CC_MINOR));
+  o->compute_units = attr(a, d, CU_ATTR_MULTIPROCESSOR_COUNT);
+  o->max_work_group_size = (uint64_t)attr(a, d, CU_ATTR_MAX_THREADS_PER_BLOCK);
+  o->max_threads = (int)((uint64_t)o->compute_units * o->max_work_group_size);
+  o->warp_size = attr(a, d, CU_ATTR_WARP_SIZE);
+  o->clock_mhz = attr(a, d, CU_ATTR_CLOCK_RATE) / 1000;
+  size_t mem = 0;
+  a->DeviceTotalMem(&mem, d);
+  o->global_mem_bytes = mem;
+  o->max_alloc_bytes = mem;
+  o->local_mem_bytes = (uint64_t)attr(a, d, CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK);
+  o->max_work_item_sizes[0] = (uint64_t)attr(a, d, CU_ATTR_MAX_BLOCK_DIM_X);
+  o->max_work_item_sizes[1] = (uint64_t)attr(a, d, CU_ATTR_MAX_BLOCK_DIM_Y);
+  o->max_work_item_sizes[2] = (uint64_t)attr(a, d, CU_ATTR_MAX_BLOCK_DIM_Z);
+  ht_device_info_fingerprint(o);
+}
+
+static ht_status probe_here(ht_device_info *out, int max, int *n) {
+  cu_api a;
+  *n = 0;
+  ht_status s = cu_start(&a);
+  if (s) return s;
+  int count = 0;
+  cu_result r = a.DeviceGetCount(&count);
+  if (r != 0) return cu_fail(&a, HT_ERR_UNSUPPORTED, r, "cuDeviceGetCount");
+  for (int i = 0; i < count && *n < max; i++) {
+    cu_device d;
+    if (a.DeviceGet(&d, i) == 0) fill_info(&a, i, d, &out[(*n)++]);
+  }
+  return HT_OK;
+}
+
+static ht_status cuda_probe(ht_device_info *out, int max, int *n) {
+  if (cuda_owner_pid == getpid()) return probe_here(out, max, n);
+  /* Without a driver there is nothing to initialise: answer here, without forking. Loading the
+   * library (no cuInit) creates no driver state. */
+  if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE)) {
+    *n = 0;
+    return ht_error(HT_ERR_UNSUPPORTED, "libcuda.so.1 not found (no NVIDIA driver)");
+  }
+  return ht_probe_in_child(probe_here, out, max, n);
+}
+
+/* ---- open / close ---- */
+
+static ht_status open_ctx(cuda_impl *im, int index) {
+  cu_api *a = &im->api;
+  cu_result r = a->DeviceGet(&im->dev, index);
+  if (r != 0) return cu_fail(a, HT_ERR_NOTFOUND, r, "cuDeviceGet");
+  im->cc = attr(a, im->dev, CU_ATTR_CC_MAJOR) * 10 + attr(a, im->dev, CU_ATTR_CC_MINOR);
+  if ((r = a->DevicePrimaryCtxRetain(&im->ctx, im->dev)) != 0) return cu_fail(a, HT_ERR_DEVICE, r, "cuDevicePrimaryCtxRetain");
+  if ((r = a->CtxSetCurrent(im->ctx)) != 0) return cu_fail(a, HT_ERR_DEVICE, r, "cuCtxSetCurrent");
+  if ((r = a->EventCreate(&im->ev_start, CU_EVENT_FLAG_DEFAULT)) != 0 ||
+      (r = a->EventCreate(&im->ev_end, CU_EVENT_FLAG_DEFAULT)) != 0)
+    return cu_fail(a, HT_ERR_DEVICE, r, "cuEventCreate");
+  return HT_OK;
+}
+
+static void release(cuda_impl *im) {
+  cu_api *a = &im->api;
+  if (im->ctx) a->CtxSetCurrent(im->ctx);
+  if (im->ev_start) a->EventDestroy(im->ev_start);
+  if (im->ev_end) a->EventDestroy(im->ev_end);
+  if (im->ctx) a->DevicePrimaryCtxRelease(im->dev);
+  free(im);
+}
+
+static ht_status cuda_open(ht_device *dev, int index) {
+  cuda_impl *im = calloc(1, sizeof *im);
+  if (!im) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status s = cu_start(&im->api);
+  if (!s) {
+    cuda_owner_pid = getpid();
+    s = open_ctx(im, index);
+  }
+  if (s) {
+    if (im->api.lib) release(im);
+    else free(im);
+    return s;
+  }
+  dev->impl = im;
+  return HT_OK;
+}
+
+static void cuda_close(ht_device *dev) {
+  if (dev->impl) release(dev->impl);
+  dev->impl = NULL;
+}
+
+/* The primary context must be current in whichever thread calls; setting it is cheap. */
+static ht_status make_current(cuda_impl *im) {
+  cu_result r = im->api.CtxSetCurrent(im->ctx);
+  return r ? cu_fail(&im->api, HT_ERR_DEVICE, r, "cuCtxSetCurrent") : HT_OK;
+}
+
+/* ---- compile: NVRTC -> PTX (cached on disk) -> module ---- */
+
+static ht_status get_ptx(cuda_impl *im, const ht_source *src, const ht_defines *defs, char **ptx,
+                         ht_compile_info *info) {
+  char arch[32], ver[64] = "", *dir = NULL, *path = NULL, hex[17];
+  ht_status s = ht_cuda_arch(im->cc, arch, sizeof arch);
+  if (!s) s = ht_cuda_nvrtc_version(ver, sizeof ver);
+  if (!s) s = ht_cache_subdir("cuda", &dir);
+  if (s) return s;
+  uint64_t h = ht_hash_str("cuda-backend-v1", 0);
+  h = ht_hash_str(ver, h);
+  h = ht_hash_str(arch, h);
+  h = ht_hash_str(src->text, h);
+  h = ht_defines_hash(defs, h);
+  h = ht_hash_str(src->flags, h);
+  char *sdir = ht_source_dir(src);
+  h = ht_hash_str(sdir, h);
+  free(sdir);
+  ht_hash_hex(h, hex);
+  path = ht_strfmt("%s/%s.ptx", dir, hex);
+  free(dir);
+  if (!path) return ht_error(HT_ERR_NOMEM, "out of memory");
+  double t0 = ht_now();
+  if (access(path, R_OK) == 0 && ht_read_file(path, ptx, NULL) == HT_OK) {
+    info->cached = 1;
+  } else {
+    s = ht_cuda_compile_ptx(src, defs, arch, ptx, &info->log);
+    info->seconds = ht_now() - t0;
+    if (!s && ht_cache_write(path, *ptx, strlen(*ptx)) != HT_OK)
+      ht_log(2, "cuda: cannot cache PTX: %s", ht_last_error());
+  }
+  free(path);
+  return s;
+}
+
+static ht_status load_module(cuda_impl *im, const ht_source *src, const char *ptx, cuda_prog *p,
+                             ht_compile_info *info) {
+  cu_api *a = &im->api;
+  char jit_log[8192] = "";
+  int opts[] = {CU_JIT_OPT_ERROR_LOG_BUFFER, CU_JIT_OPT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[] = {jit_log, (void *)(uintptr_t)sizeof jit_log};
+  cu_result r = a->ModuleLoadDataEx(&p->module, ptx, 2, opts, vals);
+  const char *where = src->path ? src->path : "kernel";
+  if (r != 0) {
+    if (jit_log[0] && !info->log) info->log = ht_strdup(jit_log);
+    return ht_error(HT_ERR_COMPILE, "%s: PTX load failed: %s: %s", where, cu_name(a, r), jit_log);
+  }
+  if (a->ModuleGetFunction(&p->fn, p->module, src->entry) != 0) {
+    a->ModuleUnload(p->module);
+    return ht_error(HT_ERR_COMPILE, "entry '%s' not found in %s (CUDA kernels must be extern \"C\")", src->entry,
+                    where);
+  }
+  return HT_OK;
+}
+
+static ht_status cuda_compile(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
+                              ht_compile_info *info) {
+  ht_compile_info dummy;
+  if (!info) info = &dummy;
+  memset(info, 0, sizeof *info);
+  if (!src || !src->text || !src->entry) return ht_error(HT_ERR_INVALID, "compile: source text and entry are required");
+  cuda_impl *im = dev->impl;
+  char *ptx = NULL;
+  ht_status s = make_current(im);
+  if (!s) s = get_ptx(im, src, defs, &ptx, info);
+  cuda_prog *p = s ? NULL : calloc(1, sizeof *p);
+  if (!s && !p) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!s) s = load_module(im, src, ptx, p, info);
+  free(ptx);
+  if (s) {
+    free(p);
+    return s;
+  }
+  *out = (ht_program *)p;
+  return HT_OK;
+}
+
+static void cuda_program_free(ht_device *dev, ht_program *prog) {
+  cuda_impl *im = dev->impl;
+  cuda_prog *p = (cuda_prog *)prog;
+  if (!p) return;
+  if (make_current(im) == HT_OK) im->api.ModuleUnload(p->module);
+  free(p);
+}
+
+/* ---- launch ---- */
+
+static ht_status grid_of(const ht_launch *l, unsigned grid[3], unsigned block[3]) {
+  for (int i = 0; i < 3; i++) {
+    size_t g = i < l->dims ? l->global[i] : 1, b = i < l->dims ? l->local[i] : 1;
+    if (b == 0) return ht_error(HT_ERR_INVALID, "launch: CUDA needs a block size (local[%d] is 0)", i);
+    if (g % b) return ht_error(HT_ERR_INVALID, "launch: global[%d]=%zu is not a multiple of local[%d]=%zu", i, g, i, b);
+    if (g / b > 0xffffffffu || b > 0xffffffffu) return ht_error(HT_ERR_INVALID, "launch: grid too large in dimension %d", i);
+    grid[i] = (unsigned)(g / b);
+    block[i] = (unsigned)b;
+  }
+  return HT_OK;
+}
+
+typedef struct kparams {
+  void **ptrs;
+  ht_scalar *vals;
+  cu_devptr *dptrs;
+} kparams;
+
+static void kparams_free(kparams *k) {
+  free(k->ptrs);
+  free(k->vals);
+  free(k->dptrs);
+}
+
+static ht_status kparams_fill(const ht_launch *l, kparams *k) {
+  size_t n = l->n_args > 0 ? (size_t)l->n_args : 1;
+  k->ptrs = calloc(n, sizeof *k->ptrs);
+  k->vals = calloc(n, sizeof *k->vals);
+  k->dptrs = calloc(n, sizeof *k->dptrs);
+  if (!k->ptrs || !k->vals || !k->dptrs) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < l->n_args; i++) {
+    const ht_arg *a = &l->args[i];
+    if (a->is_buffer) {
+      k->dptrs[i] = ((cuda_buf *)a->buf)->ptr;
+      k->ptrs[i] = &k->dptrs[i];
+      continue;
+    }
+    ht_status s = ht_scalar_convert(a->value, a->type, i, &k->vals[i]);
+    if (s) return s;
+    k->ptrs[i] = &k->vals[i];
+  }
+  return HT_OK;
+}
+
+/* Elapsed device time between the two events recorded around an operation. */
+static ht_status timed_end(cuda_impl *im, const char *what, double *seconds) {
+  cu_api *a = &im->api;
+  cu_result r = a->EventRecord(im->ev_end, NULL);
+  if (!r) r = a->EventSynchronize(im->ev_end);
+  if (r) return cu_fail(a, HT_ERR_RUNTIME, r, what);
+  float ms = 0;
+  if ((r = a->EventElapsedTime(&ms, im->ev_start, im->ev_end)) != 0) return cu_fail(a, HT_ERR_RUNTIME, r, "cuEventElapsedTime");
+  if (seconds) *seconds = ms * 1e-3;
+  return HT_OK;
+}
+
+static ht_status cuda_launch(ht_device *dev, ht_program *prog, const ht_launch *l, double *kernel_s) {
+  cuda_impl *im = dev->impl;
+  cuda_prog *p = (cuda_prog *)prog;
+  if (!p) return ht_error(HT_ERR_INVALID, "launch: no program");
+  unsigned grid[3], block[3];
+  ht_status s = ht_launch_check(l);
+  if (!s) s = grid_of(l, grid, block);
+  if (!s) s = make_current(im);
+  if (s) return s;
+  kparams k = {0};
+  s = kparams_fill(l, &k);
+  cu_api *a = &im->api;
+  cu_result r = 0;
+  if (!s && (r = a->EventRecord(im->ev_start, NULL)) != 0) s = cu_fail(a, HT_ERR_RUNTIME, r, "cuEventRecord");
+  if (!s && (r = a->LaunchKernel(p->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, NULL, k.ptrs,
+                                 NULL)) != 0)
+    s = cu_fail(a, HT_ERR_RUNTIME, r, "cuLaunchKernel");
+  if (!s) s = timed_end(im, "kernel", kernel_s);
+  kparams_free(&k);
+  return s;
+}
+
+/* ---- buffers ---- */
+
+static ht_status cuda_buffer_new(ht_device *dev, size_t bytes, ht_buffer **out) {
+  cuda_impl *im = dev->impl;
+  ht_status s = make_current(im);
+  if (s) return s;
+  cuda_buf *b = calloc(1, sizeof *b);
+  if (!b) return ht_error(HT_ERR_NOMEM, "out of memory");
+  cu_result r = im->api.MemAlloc(&b->ptr, bytes ? bytes : 1);
+  if (r) {
+    free(b);
+    return ht_error(HT_ERR_DEVICE, "cuMemAlloc(%zu bytes) failed: %s", bytes, cu_name(&im->api, r));
+  }
+  b->bytes = bytes;
+  *out = (ht_buffer *)b;
+  return HT_OK;
+}
+
+static ht_status cuda_transfer(ht_device *dev, ht_buffer *buf, void *host, size_t bytes, int write, double *seconds) {
+  cuda_impl *im = dev->impl;
+  cuda_buf *b = (cuda_buf *)buf;
+  if (!b) return ht_error(HT_ERR_INVALID, "no buffer");
+  if (bytes > b->bytes) return ht_error(HT_ERR_INVALID, "%zu bytes do not fit a %zu-byte buffer", bytes, b->bytes);
+  ht_status s = make_current(im);
+  if (s) return s;
+  cu_api *a = &im->api;
+  cu_result r = a->EventRecord(im->ev_start, NULL);
+  if (!r && bytes) r = write ? a->MemcpyHtoD(b->ptr, host, bytes) : a->MemcpyDtoH(host, b->ptr, bytes);
+  if (r) return cu_fail(a, HT_ERR_RUNTIME, r, write ? "cuMemcpyHtoD" : "cuMemcpyDtoH");
+  return timed_end(im, write ? "buffer write" : "buffer read", seconds);
+}
+
+static ht_status cuda_buffer_write(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds) {
+  /* The write path never modifies host; the shared helper just takes one pointer type. */
+  return cuda_transfer(dev, b, (void *)(uintptr_t)host, bytes, 1, seconds);
+}
+
+static ht_status cuda_buffer_read(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds) {
+  return cuda_transfer(dev, b, host, bytes, 0, seconds);
+}
+
+static void cuda_buffer_free(ht_device *dev, ht_buffer *buf) {
+  cuda_impl *im = dev->impl;
+  cuda_buf *b = (cuda_buf *)buf;
+  if (!b) return;
+  if (make_current(im) == HT_OK) im->api.MemFree(b->ptr);
+  free(b);
+}
+
+const ht_backend_ops ht_backend_cuda = {
+    .name = "cuda",
+    .probe = cuda_probe,
+    .open = cuda_open,
+    .close = cuda_close,
+    .compile = cuda_compile,
+    .program_free = cuda_program_free,
+    .launch = cuda_launch,
+    .buffer_new = cuda_buffer_new,
+    .buffer_write = cuda_buffer_write,
+    .buffer_read = cuda_buffer_read,
+    .buffer_free = cuda_buffer_free,
+};

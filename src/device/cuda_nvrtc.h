@@ -12,4 +12,12 @@
 ht_status ht_cuda_compile_ptx(const ht_source *src, const ht_defines *defs, const char *arch, char **ptx,
                               char **log);
 
+/* NVRTC's version as "NVRTC 13.0"; HT_ERR_UNSUPPORTED when NVRTC cannot be loaded. */
+ht_status ht_cuda_nvrtc_version(char *out, size_t len);
+
+/* The "compute_XY" NVRTC should target for a device of compute capability cc (major*10+minor;
+ * 0 = no device): cc itself when supported, else the newest supported below it (PTX is
+ * forward-compatible), else the oldest supported. */
+ht_status ht_cuda_arch(int cc, char *out, size_t len);
+
 #endif
