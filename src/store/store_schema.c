@@ -90,7 +90,9 @@ static ht_status pragma_int(sqlite3 *db, const char *path, const char *sql, int 
   if (prim == SQLITE_CORRUPT) return ht_error(HT_ERR_STORE, "%s: database is corrupt (%s)", path, sqlite3_errmsg(db));
   if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
     return ht_error(HT_ERR_STORE, "%s: database is locked by another process", path);
-  if (prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR)
+  /* On a read-only connection, READONLY here means the WAL index could not be set up (no -shm in a
+   * read-only folder): the caller retries as immutable. */
+  if (prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR || prim == SQLITE_READONLY)
     return ht_error(HT_ERR_IO, "%s: cannot read the database (%s)", path, sqlite3_errmsg(db));
   return ht_error(HT_ERR_STORE, "%s: cannot read the database (%s)", path, sqlite3_errmsg(db));
 }
