@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "hetune/store.h"
+#include "store/store_internal.h" /* the disk-full test caps the file through st->db */
 
 /* ---- fixtures ---- */
 
@@ -325,6 +326,7 @@ static void test_bad_ids(void **state) {
   k.kernel_id = 999;
   assert_int_equal(ht_store_put_eval(st, x.session, &k, &r, NULL), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), f->db));
+  assert_non_null(strstr(ht_last_error(), "not stored"));
   int64_t pid;
   assert_int_equal(ht_store_put_problem(st, 999, "N=1", &pid), HT_ERR_INVALID);
   /* The failed write left nothing behind, and the store still works. */
@@ -545,6 +547,36 @@ static void test_two_handles(void **state) {
   ht_store_close(b);
 }
 
+/* A full disk, simulated by capping the database at its current page count. */
+static void test_disk_full(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids x = populate(st);
+  assert_int_equal(sqlite3_exec(st->db, "PRAGMA max_page_count = 1", NULL, NULL, NULL), SQLITE_OK);
+  ht_result r;
+  make_result(&r, 1);
+  r.n_samples = HT_MAX_SAMPLES;
+  for (int i = 6; i < HT_MAX_SAMPLES; i++) r.samples[i] = i * 1.1e-6;
+  ht_status s = HT_OK;
+  int stored = 0;
+  for (int i = 0; i < 1000 && !s; i++) {
+    char ck[32];
+    snprintf(ck, sizeof ck, "TX=%d", i);
+    ht_eval_key k = key_of(x, ck, "{}");
+    s = ht_store_put_eval(st, x.session, &k, &r, NULL);
+    stored += s == HT_OK;
+  }
+  assert_int_equal(s, HT_ERR_IO);
+  assert_non_null(strstr(ht_last_error(), "disk full"));
+  assert_non_null(strstr(ht_last_error(), f->db));
+  /* Everything that was reported stored is there, and nothing half-written. */
+  visit v = {0};
+  assert_int_equal(ht_store_each_eval(st, NULL, count_eval, &v), HT_OK);
+  assert_int_equal(v.n, stored);
+  ht_store_close(st);
+}
+
 /* ---- crash safety ---- */
 
 static void test_kill9(void **state) {
@@ -761,6 +793,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_empty_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
       cmocka_unit_test_setup_teardown(test_two_handles, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_csv, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_t4, setup, teardown),

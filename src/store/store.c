@@ -65,7 +65,11 @@ ht_status hts_fail(ht_store *st, int rc, const char *what) {
   case SQLITE_LOCKED: return ht_error(HT_ERR_STORE, "%s: %s: database is locked by another process", path, what);
   case SQLITE_CORRUPT:
   case SQLITE_NOTADB: return ht_error(HT_ERR_STORE, "%s: %s: database is corrupt (%s)", path, what, msg);
-  case SQLITE_CONSTRAINT: return ht_error(HT_ERR_INVALID, "%s: %s: %s", path, what, msg);
+  case SQLITE_CONSTRAINT:
+    if (sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
+      return ht_error(HT_ERR_INVALID, "%s: %s: refers to a kernel, device, problem or session id that is not stored",
+                      path, what);
+    return ht_error(HT_ERR_INVALID, "%s: %s: %s", path, what, msg);
   default: return ht_error(HT_ERR_STORE, "%s: %s: %s", path, what, msg);
   }
 }
@@ -317,7 +321,7 @@ ht_status ht_store_put_problem(ht_store *st, int64_t kernel_id, const char *size
   if ((r = hts_stmt(st, HTS_PUT_PROBLEM, &s))) return r;
   if ((sqlite3_bind_int64(s, 1, kernel_id) | hts_bind_text(s, 2, sizes)) != SQLITE_OK)
     return hts_fail(st, SQLITE_ERROR, "bind problem");
-  return hts_step_id(st, s, "store problem (is the kernel id valid?)", id);
+  return hts_step_id(st, s, "store problem", id);
 }
 
 /* ---- sessions ---- */

@@ -153,7 +153,7 @@ static ht_status insert_eval(ht_store *st, int64_t session_id, const ht_eval_key
   rc |= hts_bind_text(s, 5, k->config_key) | hts_bind_text(s, 6, k->config_json ? k->config_json : "{}");
   rc |= bind_result(s, r, samples, metrics);
   if (rc != SQLITE_OK) return hts_fail(st, rc, "bind evaluation");
-  e = hts_step_id(st, s, "store evaluation (are the kernel, device, problem and session ids valid?)", NULL);
+  e = hts_step_id(st, s, "store evaluation", NULL);
   if (!e && eval_id) *eval_id = sqlite3_last_insert_rowid(st->db);
   if (e || session_id <= 0) return e;
   if ((e = hts_stmt(st, HTS_SESSION_TALLY, &s))) return e;
