@@ -284,7 +284,8 @@ static ht_status compile_failed(const ht_source *src, const char *log, int code)
 static ht_status run_compiler(const char *dir, const char *sofile, const ht_source *src, const ht_defines *defs,
                               ht_compile_info *info) {
   char *cfile = NULL, *tmp_so = ht_strfmt("%s.tmp.%d.XXXXXX", sofile, (int)getpid());
-  ht_status s = tmp_so ? write_temp_source(dir, src->text, &cfile) : ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!tmp_so) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status s = write_temp_source(dir, src->text, &cfile);
   int fd = s ? -1 : mkstemp(tmp_so);
   if (!s && fd < 0) s = ht_error(HT_ERR_IO, "%s: cannot create: %s", tmp_so, strerror(errno));
   if (fd >= 0) close(fd);
@@ -306,7 +307,15 @@ static ht_status run_compiler(const char *dir, const char *sofile, const ht_sour
   return s;
 }
 
+/* Kernels built with -fopenmp pull in libgomp. Were it unloaded when the last kernel is
+ * dlclose'd, its idle thread pool would run unmapped code and crash the process; pin it once. */
+static void pin_openmp_runtime(void) {
+  static int pinned;
+  if (!pinned) pinned = dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != NULL;
+}
+
 static ht_status load_program(const char *sofile, const char *entry, c_program **out) {
+  pin_openmp_runtime();
   void *h = dlopen(sofile, RTLD_NOW | RTLD_LOCAL);
   if (!h) return ht_error(HT_ERR_COMPILE, "cannot load %s: %s", sofile, dlerror());
   void *sym = dlsym(h, entry);
@@ -326,18 +335,24 @@ static ht_status load_program(const char *sofile, const char *entry, c_program *
   return HT_OK;
 }
 
+/* The .so path for this source, defines and compiler: <cache>/c/<hash>.so. */
+static ht_status so_path(ht_device *dev, const ht_source *src, const ht_defines *defs, char **dir, char **sofile) {
+  char hex[17];
+  ht_status s = ht_cache_subdir("c", dir);
+  if (s) return s;
+  ht_hash_hex(c_cache_key(dev, src, defs), hex);
+  *sofile = ht_strfmt("%s/%s.so", *dir, hex);
+  return *sofile ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+}
+
 static ht_status c_compile(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
                            ht_compile_info *info) {
   ht_compile_info dummy;
   if (!info) info = &dummy;
   memset(info, 0, sizeof *info);
   if (!src || !src->text || !src->entry) return ht_error(HT_ERR_INVALID, "compile: source text and entry are required");
-  char *dir = NULL, hex[17];
-  ht_status s = ht_cache_subdir("c", &dir);
-  if (s) return s;
-  ht_hash_hex(c_cache_key(dev, src, defs), hex);
-  char *sofile = ht_strfmt("%s/%s.so", dir, hex);
-  if (!sofile) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  char *dir = NULL, *sofile = NULL;
+  ht_status s = so_path(dev, src, defs, &dir, &sofile);
   struct stat st;
   double t0 = ht_now();
   if (!s && stat(sofile, &st) == 0) {

@@ -279,8 +279,11 @@ static ht_status cuda_compile(ht_device *dev, const ht_source *src, const ht_def
   char *ptx = NULL;
   ht_status s = make_current(im);
   if (!s) s = get_ptx(im, src, defs, &ptx, info);
-  cuda_prog *p = s ? NULL : calloc(1, sizeof *p);
-  if (!s && !p) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  cuda_prog *p = calloc(1, sizeof *p);
+  if (!p) {
+    free(ptx);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
   if (!s) s = load_module(im, src, ptx, p, info);
   free(ptx);
   if (s) {
