@@ -171,7 +171,7 @@ static int file_exists(const char *path) { return access(path, F_OK) == 0; }
  * file is left exactly as we found it. */
 static void remove_side_files(const char *path, int had_wal, int had_shm) {
   const char *sfx[2] = {"-wal", "-shm"};
-  int had[2] = {had_wal, had_shm};
+  const int had[2] = {had_wal, had_shm};
   for (int i = 0; i < 2; i++) {
     char *p = ht_strfmt("%s%s", path, sfx[i]);
     struct stat sb;
@@ -293,7 +293,7 @@ ht_status ht_store_put_device(ht_store *st, const ht_device_info *info, int64_t 
   if (r) return r;
   if (!info || !info->fingerprint[0])
     return ht_error(HT_ERR_INVALID, "%s: device %s has no fingerprint", st->path, info ? info->id : "(null)");
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   if ((r = hts_stmt(st, HTS_PUT_DEVICE, &s))) return r;
   if (bind_device(s, info) != SQLITE_OK) return hts_fail(st, SQLITE_ERROR, "bind device");
   return hts_step_id(st, s, "store device", id);
@@ -305,7 +305,7 @@ ht_status ht_store_put_kernel(ht_store *st, const char *name, const char *langua
   if (r) return r;
   if (!name || !*name || !source_hash || !*source_hash)
     return ht_error(HT_ERR_INVALID, "%s: a kernel needs a name and a source hash", st->path);
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   if ((r = hts_stmt(st, HTS_PUT_KERNEL, &s))) return r;
   int rc = hts_bind_text(s, 1, name) | hts_bind_text(s, 2, language) | hts_bind_text(s, 3, source_hash);
   rc |= hts_bind_text(s, 4, spec_path) | hts_bind_text(s, 5, space_json) | sqlite3_bind_double(s, 6, ht_wall_time());
@@ -317,7 +317,7 @@ ht_status ht_store_put_problem(ht_store *st, int64_t kernel_id, const char *size
   ht_status r = hts_writable(st, "store a problem");
   if (r) return r;
   if (!sizes) return ht_error(HT_ERR_INVALID, "%s: problem sizes are NULL", st->path);
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   if ((r = hts_stmt(st, HTS_PUT_PROBLEM, &s))) return r;
   if ((sqlite3_bind_int64(s, 1, kernel_id) | hts_bind_text(s, 2, sizes)) != SQLITE_OK)
     return hts_fail(st, SQLITE_ERROR, "bind problem");
@@ -332,7 +332,7 @@ ht_status ht_store_session_begin(ht_store *st, const ht_session_info *si, int64_
   if (!si || !si->strategy) return ht_error(HT_ERR_INVALID, "%s: session has no strategy", st->path);
   char host[256] = "";
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   if ((r = hts_stmt(st, HTS_SESSION_BEGIN, &s))) return r;
   int rc = hts_bind_id(s, 1, si->kernel_id) | hts_bind_id(s, 2, si->device_id) | hts_bind_id(s, 3, si->problem_id);
   rc |= hts_bind_text(s, 4, si->strategy) | sqlite3_bind_int64(s, 5, (sqlite3_int64)si->seed);
@@ -349,7 +349,7 @@ ht_status ht_store_session_end(ht_store *st, int64_t session_id, const char *sta
   if (!status || (strcmp(status, "finished") && strcmp(status, "interrupted") && strcmp(status, "failed")))
     return ht_error(HT_ERR_INVALID, "%s: session status '%s' is not finished, interrupted or failed", st->path,
                     status ? status : "(null)");
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   if ((r = hts_stmt(st, HTS_SESSION_END, &s))) return r;
   int rc = sqlite3_bind_int64(s, 1, session_id) | sqlite3_bind_double(s, 2, ht_wall_time());
   rc |= hts_bind_text(s, 3, status) | sqlite3_bind_int64(s, 4, n_evals);

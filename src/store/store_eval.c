@@ -61,10 +61,10 @@ static void parse_samples(const char *text, ht_result *r) {
 
 static void parse_metrics(const char *text, ht_result *r) {
   json_t *o = text && *text ? json_loads(text, 0, NULL) : NULL;
-  const char *key;
-  json_t *v;
   r->n_metrics = 0;
   if (json_is_object(o)) {
+    const char *key;
+    json_t *v;
     json_object_foreach(o, key, v) {
       if (r->n_metrics == HT_MAX_METRICS) break;
       ht_metric *m = &r->metrics[r->n_metrics++];
@@ -118,7 +118,10 @@ void hts_iso8601(double t, char out[40]) {
   long long ms = isfinite(t) && t > 0 ? llround(t * 1000.0) : 0;
   time_t sec = (time_t)(ms / 1000);
   struct tm tm;
-  gmtime_r(&sec, &tm);
+  if (!gmtime_r(&sec, &tm)) {
+    sec = 0;
+    gmtime_r(&sec, &tm);
+  }
   char date[32];
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
   snprintf(out, 40, "%s.%03dZ", date, (int)(ms % 1000));
@@ -145,7 +148,7 @@ static int bind_result(sqlite3_stmt *s, const ht_result *r, const char *samples,
 
 static ht_status insert_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
                              const char *samples, const char *metrics, int64_t *eval_id) {
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   ht_status e = hts_stmt(st, HTS_PUT_EVAL, &s);
   if (e) return e;
   int rc = hts_bind_id(s, 1, session_id) | sqlite3_bind_int64(s, 2, k->kernel_id);
@@ -194,7 +197,7 @@ static ht_status bind_kdp(ht_store *st, sqlite3_stmt *s, int64_t kernel, int64_t
 ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, int *found) {
   if (!st || !k || !k->config_key || !out || !found) return ht_error(HT_ERR_INVALID, "store_get_eval: NULL argument");
   *found = 0;
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   ht_status e = hts_stmt(st, HTS_GET_EVAL, &s);
   if (!e) e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
   if (e) return e;
@@ -214,7 +217,7 @@ ht_status ht_store_best(ht_store *st, int64_t kernel_id, int64_t device_id, int6
                         char *key_buf, size_t key_len, int *found) {
   if (!st || !out || !found) return ht_error(HT_ERR_INVALID, "store_best: NULL argument");
   *found = 0;
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   ht_status e = hts_stmt(st, HTS_BEST, &s);
   if (!e) e = bind_kdp(st, s, kernel_id, device_id, problem_id);
   if (e) return e;
@@ -262,7 +265,7 @@ static void row_record(sqlite3_stmt *s, ht_eval_record *rec) {
 
 ht_status ht_store_each_eval(ht_store *st, const ht_eval_filter *f, ht_eval_visit_fn fn, void *ctx) {
   if (!st || !fn) return ht_error(HT_ERR_INVALID, "store_each_eval: NULL argument");
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   ht_status e = query_evals(st, f, &s);
   if (e) return e;
   /* Large (a whole ht_result); on the heap to keep the caller's stack small. */
@@ -285,7 +288,7 @@ ht_status ht_store_each_session(ht_store *st, ht_session_visit_fn fn, void *ctx)
       " LEFT JOIN kernels k ON k.id = s.kernel_id LEFT JOIN devices d ON d.id = s.device_id"
       " LEFT JOIN problems p ON p.id = s.problem_id ORDER BY s.id";
   if (!st || !fn) return ht_error(HT_ERR_INVALID, "store_each_session: NULL argument");
-  sqlite3_stmt *s;
+  sqlite3_stmt *s = NULL;
   ht_status e = hts_prepare(st, sql, &s);
   if (e) return e;
   int rc;

@@ -68,9 +68,9 @@ static int csv_collect(const ht_eval_record *rec, void *p) {
     c->oom = list_add(&c->metrics, rec->result.metrics[i].name) != 0;
   if (!c->with_params) return c->oom;
   json_t *cfg = json_loads(rec->config_json, 0, NULL);
-  const char *key;
-  json_t *v;
   if (json_is_object(cfg)) {
+    const char *key;
+    json_t *v;
     json_object_foreach(cfg, key, v) {
       if (!c->oom) c->oom = list_add(&c->params, key) != 0;
     }
