@@ -70,6 +70,10 @@ static int eval_geometry(const ht_spec_kernel *k, const ht_value *vars, ht_launc
   }
   for (int d = 0; d < k->dims; d++)
     if (l->local[d] == 0 && k->local[0]) l->local[d] = 1;
+  if (k->dims == 0) { /* C functions have no geometry: one call */
+    l->dims = 1;
+    l->global[0] = l->local[0] = 1;
+  }
   return 0;
 }
 

@@ -1,0 +1,13 @@
+#!/bin/sh
+# The README's test command: build with warnings as errors, run every test, then the same tests
+# under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -eu
+cd "$(dirname "$0")/.."
+JOBS="$(nproc)"
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHETUNE_WERROR=ON > /dev/null
+cmake --build build-test -j"$JOBS"
+(cd build-test && ctest --output-on-failure -j"$JOBS")
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHETUNE_WERROR=ON -DHETUNE_SANITIZE=ON > /dev/null
+cmake --build build-asan -j"$JOBS"
+# PoCL and the OpenCL ICD loader keep allocations alive until exit by design: leak checking off.
+(cd build-asan && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$JOBS")
