@@ -771,6 +771,27 @@ static ht_status call(const ht_expr *e, int f, const ht_value *args, int n, ht_v
   }
 }
 
+/* The hot path of constraint checks: int op int without overflow or division. 0 = take the slow path. */
+static inline int int_fast(int op, int64_t *a, int64_t b) {
+  int64_t x = *a, r;
+  switch (op) {
+  case OP_ADD: return __builtin_add_overflow(x, b, &r) ? 0 : (*a = r, 1); /* *a intact for the slow path */
+  case OP_SUB: return __builtin_sub_overflow(x, b, &r) ? 0 : (*a = r, 1);
+  case OP_MUL: return __builtin_mul_overflow(x, b, &r) ? 0 : (*a = r, 1);
+  case OP_EQ: *a = x == b; return 1;
+  case OP_NE: *a = x != b; return 1;
+  case OP_LT: *a = x < b; return 1;
+  case OP_LE: *a = x <= b; return 1;
+  case OP_GT: *a = x > b; return 1;
+  case OP_GE: *a = x >= b; return 1;
+  case OP_MOD:
+    if (b <= 0 || x < 0) return 0;
+    *a = x % b;
+    return 1;
+  default: return 0;
+  }
+}
+
 static int is_truthy(const ht_expr *e, ht_value v, ht_status *st) {
   if (v.kind == HT_VAL_STR) {
     *st = eval_fail(e, "a string used as a condition");
@@ -821,9 +842,7 @@ ht_status ht_expr_eval(const ht_expr *e, const ht_value *vars, ht_value *out) {
     default: {
       ht_value *a = &st[sp - 2], b = st[sp - 1];
       sp--;
-      if (a->kind == HT_VAL_INT && b.kind == HT_VAL_INT && in->op >= OP_EQ && in->op <= OP_GE)
-        *a = ht_int(compare(in->op, (a->u.i > b.u.i) - (a->u.i < b.u.i))); /* the hot path */
-      else
+      if (!(a->kind == HT_VAL_INT && b.kind == HT_VAL_INT && int_fast(in->op, &a->u.i, b.u.i)))
         s = binary(e, in->op, *a, b, a);
     }
     }
