@@ -166,6 +166,33 @@ static void test_c_errors(void **state) {
   ht_device_close(dev);
 }
 
+/* An OpenMP kernel, freed and loaded again: libgomp must outlive the dlclose of its user. */
+static void test_c_openmp(void **state) {
+  (void)state;
+  ht_device *dev = open_or_fail("c");
+  const char *text = "void fill(double *x, int n) {\n"
+                     "#pragma omp parallel for\n"
+                     "  for (int i = 0; i < n; i++) x[i] = i * OFFSET;\n"
+                     "}\n";
+  for (int round = 0; round < 2; round++) {
+    ht_program *p = NULL;
+    ht_compile_info info = {0};
+    assert_int_equal(c_compile(dev, text, "fill", round ? "3.0" : "2.0", &p, &info), HT_OK);
+    free(info.log);
+    enum { N = 4096 };
+    ht_buffer *b = new_buffer(dev, NULL, N * sizeof(double));
+    ht_arg args[] = {buf_arg(b, HT_DTYPE_F64), scalar_arg(HT_DTYPE_I32, ht_int(N))};
+    ht_launch l = {.dims = 1, .global = {1}, .n_args = 2, .args = args};
+    double t, x[N];
+    assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_OK);
+    assert_int_equal(dev->ops->buffer_read(dev, b, x, sizeof x, &t), HT_OK);
+    assert_float_equal(x[N - 1], (N - 1) * (round ? 3.0 : 2.0), 1e-9);
+    dev->ops->buffer_free(dev, b);
+    dev->ops->program_free(dev, p);
+  }
+  ht_device_close(dev);
+}
+
 static void test_open_errors(void **state) {
   (void)state;
   ht_device *dev = NULL;
@@ -392,7 +419,7 @@ static void test_cuda_probe(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_c_probe),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
-      cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
+      cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_c_openmp),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
       cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),
   };
