@@ -6,6 +6,8 @@
 
 #define MATERIALISE_MAX (UINT64_C(1) << 24) /* beyond this, stream through the enumeration instead */
 #define RARE_FRACTION 1e-3                   /* below this valid fraction, rejection is not worth trying */
+#define ENUMERABLE 5e7                       /* valid configs one enumeration pass can afford */
+#define MAX_TRIES 2e7                        /* rejection draws before enumerating anyway (~2 s) */
 
 /* ---- a set of configs (indices into the output array) ---- */
 typedef struct cset {
@@ -43,15 +45,31 @@ static int draw(ht_space *s, ht_rng *rng, ht_value *vars, ht_config *c) {
   return 1;
 }
 
-static int sample_rejection(ht_space *s, ht_rng *rng, int n, ht_config *out) {
+typedef struct rejection {
   cset h;
-  if (!cset_init(&h, n)) return -1;
-  int got = 0;
-  uint64_t cap = 2000 + 200 * (uint64_t)n;
-  for (uint64_t a = 0; a < cap && got < n; a++)
-    if (draw(s, rng, s->vars, &out[got]) && cset_add(&h, out, got)) got++;
-  free(h.slot);
-  return got;
+  int got;
+  uint64_t tries;
+} rejection;
+
+static void rejection_round(ht_space *s, ht_rng *rng, int n, ht_config *out, rejection *r, uint64_t cap) {
+  for (uint64_t a = 0; a < cap && r->got < n; a++, r->tries++)
+    if (draw(s, rng, s->vars, &out[r->got]) && cset_add(&r->h, out, r->got)) r->got++;
+}
+
+/* Rejection first (cheap, uniform, no counting); a second, longer round only when the valid set
+ * looks too big to enumerate. 1 = done, 0 = enumerate instead, -1 = out of memory. */
+static int sample_rejection(ht_space *s, ht_rng *rng, int n, ht_config *out) {
+  rejection r = {.got = 0};
+  if (!cset_init(&r.h, n)) return -1;
+  rejection_round(s, rng, n, out, &r, 2000 + 200 * (uint64_t)n);
+  double cart = (double)ht_space_cartesian_size(s);
+  double est_valid = cart * (r.got + 1) / (double)r.tries;
+  if (r.got < n && est_valid > ENUMERABLE) {
+    double need = 20.0 * (n - r.got) * (double)r.tries / (r.got + 1);
+    rejection_round(s, rng, n, out, &r, need < MAX_TRIES ? (uint64_t)need : (uint64_t)MAX_TRIES);
+  }
+  free(r.h.slot);
+  return r.got == n;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -145,17 +163,19 @@ ht_status ht_space_sample(ht_space *s, ht_rng *rng, int n, ht_config *out, int *
   ht_status st = ht_space_plan(s);
   if (st) return st;
   if (!s->constant_ok) return HT_OK;
-  int known_rare = s->counted && (double)s->count < RARE_FRACTION * (double)ht_space_cartesian_size(s);
-  int known_small = s->counted && s->count <= (uint64_t)n;
-  if (!s->listed && !known_rare && !known_small) {
-    int k = sample_rejection(s, rng, n, out);
-    if (k < 0) return ht_error(HT_ERR_NOMEM, "out of memory sampling");
-    if (k == n) {
+  /* Once counted, small or sparse-but-enumerable spaces are sampled exactly by index. */
+  int by_index = s->listed || (s->counted && (s->count <= (uint64_t)n ||
+                                               ((double)s->count <= ENUMERABLE &&
+                                                (double)s->count < RARE_FRACTION * (double)ht_space_cartesian_size(s))));
+  if (!by_index) {
+    int done = sample_rejection(s, rng, n, out);
+    if (done < 0) return ht_error(HT_ERR_NOMEM, "out of memory sampling");
+    if (done) {
       *got = n;
       return HT_OK;
     }
   }
-  /* Rejection was unlucky or hopeless: the valid set is small or sparse, so counting is affordable. */
+  /* Rejection was unlucky or hopeless: the valid set is small or sparse, so enumerating is affordable. */
   return sample_by_index(s, rng, n, out, got);
 }
 
