@@ -84,6 +84,9 @@ static void worker_progress(char phase, void *ctx) { write_all(*(int *)ctx, &pha
 static void worker_main(const ht_spec *spec, const char *device_id, const ht_runner_options *opt, int in, int out) {
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a tuner killed with -9 */
   signal(SIGINT, SIG_IGN);          /* Ctrl-C stops the tuner after this config, not the config */
+  /* A crashing kernel must kill the worker, whatever handlers the host application installed. */
+  static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+  for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
   ht_evaluator *ev;
   if (ht_evaluator_create(spec, device_id, opt, &ev) != HT_OK) {
     char msg[2048];

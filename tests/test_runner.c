@@ -1,0 +1,322 @@
+/* The runner and the tuning loop against kernels written to misbehave: every failure is recorded
+ * with its T4 status and tuning goes on; interrupted runs resume from the store. */
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hetune/hetune.h"
+
+#define DATA HT_SOURCE_DIR "/tests/data/misbehave/"
+
+static char tmpdir[256];
+
+static ht_spec *load(const char *file) {
+  ht_spec *s = NULL;
+  ht_status st = ht_spec_load(file, &s);
+  if (st) fprintf(stderr, "%s\n", ht_last_error());
+  assert_int_equal(st, HT_OK);
+  return s;
+}
+
+static void fast_options(ht_runner_options *o) {
+  ht_runner_options_default(o);
+  o->timeout_s = 2;
+  o->max_runs = 5;
+  o->max_time_s = 0.05;
+}
+
+static ht_config config_of(int n, ...) {
+  ht_config c;
+  memset(&c, 0, sizeof c);
+  c.n = n;
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) c.idx[i] = va_arg(ap, int);
+  va_end(ap);
+  return c;
+}
+
+/* Every mode of the C kernel, in one worker-backed runner, in an order that makes each failure
+ * follow another: the runner must restart its worker and go on. */
+static void test_c_failures_are_results(void **state) {
+  (void)state;
+  ht_spec *spec = load(DATA "bad_c.json");
+  ht_runner_options o;
+  fast_options(&o);
+  ht_runner *r;
+  assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+  static const struct {
+    int mode;
+    ht_eval_status want;
+  } cases[] = {{0, HT_EVAL_OK},          {1, HT_EVAL_RUNTIME}, {2, HT_EVAL_TIMEOUT}, {3, HT_EVAL_CORRECTNESS},
+               {4, HT_EVAL_COMPILE},     {5, HT_EVAL_CORRECTNESS}, {6, HT_EVAL_RUNTIME}, {0, HT_EVAL_OK}};
+  ht_result *res = malloc(sizeof *res);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ht_config c = config_of(1, cases[i].mode);
+    assert_int_equal(ht_runner_evaluate(r, &c, res), HT_OK);
+    if (res->status != cases[i].want)
+      fprintf(stderr, "mode %d: got %s (%s)\n", cases[i].mode, ht_eval_status_name(res->status), res->message);
+    assert_int_equal(res->status, cases[i].want);
+    if (res->status == HT_EVAL_OK) {
+      assert_true(res->n_samples >= 2);
+      assert_true(res->time_s > 0 && isfinite(res->time_s));
+    } else {
+      assert_true(strlen(res->message) > 0);
+      assert_true(isnan(res->time_s));
+    }
+  }
+  /* segfault, hang and abort each cost a worker: 1 + 3 restarts */
+  assert_int_equal(ht_runner_worker_starts(r), 4);
+  free(res);
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+}
+
+static void test_opencl_failures_are_results(void **state) {
+  (void)state;
+  ht_spec *spec = load(DATA "bad_opencl.json");
+  ht_runner_options o;
+  fast_options(&o);
+  ht_runner *r;
+  assert_int_equal(ht_runner_create(spec, "opencl", &o, &r), HT_OK);
+  /* MODE index: 0->0, 1->3, 2->4, 3->5, 4->7; WG index 1 -> 64 (N=1001 is not a multiple: edges) */
+  static const struct {
+    int mode_idx, wg_idx;
+    ht_eval_status want;
+  } cases[] = {{0, 1, HT_EVAL_OK},      {1, 1, HT_EVAL_CORRECTNESS}, {2, 0, HT_EVAL_COMPILE},
+               {3, 1, HT_EVAL_CORRECTNESS}, {4, 0, HT_EVAL_CORRECTNESS}, {0, 0, HT_EVAL_OK}};
+  ht_result *res = malloc(sizeof *res);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ht_config c = config_of(2, cases[i].mode_idx, cases[i].wg_idx);
+    assert_int_equal(ht_runner_evaluate(r, &c, res), HT_OK);
+    if (res->status != cases[i].want) fprintf(stderr, "case %zu: %s (%s)\n", i, ht_eval_status_name(res->status), res->message);
+    assert_int_equal(res->status, cases[i].want);
+  }
+  assert_int_equal(ht_runner_worker_starts(r), 1);
+  free(res);
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+}
+
+static void test_in_process_runner(void **state) {
+  (void)state;
+  ht_spec *spec = load(DATA "bad_c.json");
+  ht_runner_options o;
+  fast_options(&o);
+  o.isolate = 0;
+  ht_runner *r;
+  assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+  ht_result *res = malloc(sizeof *res);
+  ht_config c = config_of(1, 3);
+  assert_int_equal(ht_runner_evaluate(r, &c, res), HT_OK);
+  assert_int_equal(res->status, HT_EVAL_CORRECTNESS);
+  assert_non_null(strstr(res->message, "out[500]"));
+  c = config_of(1, 0);
+  assert_int_equal(ht_runner_evaluate(r, &c, res), HT_OK);
+  assert_int_equal(res->status, HT_EVAL_OK);
+  assert_int_equal(ht_runner_worker_starts(r), 0);
+  free(res);
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+}
+
+static void test_unknown_device_is_an_error(void **state) {
+  (void)state;
+  ht_spec *spec = load(DATA "bad_c.json");
+  ht_runner *r = NULL;
+  assert_int_not_equal(ht_runner_create(spec, "nope:3", NULL, &r), HT_OK);
+  assert_null(r);
+  assert_non_null(strstr(ht_last_error(), "nope:3"));
+  ht_spec_destroy(spec);
+}
+
+/* ---- the tuning loop ---- */
+
+static char *db_path(const char *name) { return ht_strfmt("%s/%s", tmpdir, name); }
+
+static ht_status tune(const char *spec_file, const char *device, const char *db, const char *strategy, int64_t budget,
+                      int no_reuse, ht_tune_summary *sum) {
+  ht_spec *spec = load(spec_file);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_tune_options to;
+  ht_tune_options_default(&to);
+  to.strategy = strategy;
+  to.budget_evals = budget;
+  to.no_reuse = no_reuse;
+  ht_runner_options ro;
+  fast_options(&ro);
+  ht_status s = ht_tune(spec, device, st, &to, &ro, sum);
+  ht_store_close(st);
+  ht_spec_destroy(spec);
+  return s;
+}
+
+static int count_status(const ht_eval_record *rec, void *ctx) {
+  int *counts = ctx;
+  counts[rec->result.status]++;
+  return 0;
+}
+
+static void test_tuning_goes_on_after_failures(void **state) {
+  (void)state;
+  char *db = db_path("misbehave.db");
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  assert_int_equal(tune(DATA "bad_c.json", "c", db, "brute_force", 0, 0, sum), HT_OK);
+  assert_int_equal(sum->space_size, 7);
+  assert_int_equal(sum->measured, 7);
+  assert_int_equal(sum->failures, 6);
+  assert_true(sum->found);
+  assert_string_equal(sum->best_config, "MODE=0");
+  ht_store *st;
+  assert_int_equal(ht_store_open_readonly(db, &st), HT_OK);
+  int counts[6] = {0};
+  assert_int_equal(ht_store_each_eval(st, NULL, count_status, counts), HT_OK);
+  assert_int_equal(counts[HT_EVAL_OK], 1);
+  assert_int_equal(counts[HT_EVAL_RUNTIME], 2);
+  assert_int_equal(counts[HT_EVAL_TIMEOUT], 1);
+  assert_int_equal(counts[HT_EVAL_CORRECTNESS], 2);
+  assert_int_equal(counts[HT_EVAL_COMPILE], 1);
+  ht_store_close(st);
+  /* A second run reuses every stored evaluation, failures included: nothing is measured. */
+  assert_int_equal(tune(DATA "bad_c.json", "c", db, "random", 0, 0, sum), HT_OK);
+  assert_int_equal(sum->measured, 0);
+  assert_int_equal(sum->reused, 7);
+  free(sum);
+  free(db);
+}
+
+/* Tuning a space again without the store compiles nothing: every binary comes from the cache. */
+static int all_cached_in_session(const ht_eval_record *rec, void *ctx) {
+  int64_t *c = ctx;
+  if (rec->session_id == c[0] && rec->result.status == HT_EVAL_OK) {
+    c[1]++;
+    c[2] += rec->result.compile_cached;
+  }
+  return 0;
+}
+
+static void test_second_tuning_compiles_nothing(void **state) {
+  (void)state;
+  char *db = db_path("cache.db");
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  assert_int_equal(tune(DATA "bad_opencl.json", "opencl", db, "brute_force", 0, 1, sum), HT_OK);
+  assert_int_equal(tune(DATA "bad_opencl.json", "opencl", db, "brute_force", 0, 1, sum), HT_OK);
+  assert_int_equal(sum->measured, 10);
+  ht_store *st;
+  assert_int_equal(ht_store_open_readonly(db, &st), HT_OK);
+  int64_t c[3] = {sum->session_id, 0, 0};
+  assert_int_equal(ht_store_each_eval(st, NULL, all_cached_in_session, c), HT_OK);
+  assert_true(c[1] >= 2);
+  assert_int_equal(c[2], c[1]);
+  ht_store_close(st);
+  free(sum);
+  free(db);
+}
+
+/* kill -9 in the middle of a run loses no finished evaluation, and the rerun resumes. */
+static void die_after_three(const ht_tune_progress *p, void *ctx) {
+  (void)ctx;
+  if (p->measured == 3) raise(SIGKILL);
+}
+
+static void test_kill_9_loses_nothing(void **state) {
+  (void)state;
+  char *db = db_path("killed.db");
+  pid_t pid = fork();
+  if (pid == 0) {
+    ht_spec *spec;
+    ht_store *st;
+    if (ht_spec_load(DATA "bad_c.json", &spec) || ht_store_open(db, &st)) _exit(3);
+    ht_tune_options to;
+    ht_tune_options_default(&to);
+    to.strategy = "brute_force";
+    to.progress = die_after_three;
+    ht_runner_options ro;
+    fast_options(&ro);
+    static ht_tune_summary sum;
+    ht_tune(spec, "c", st, &to, &ro, &sum);
+    _exit(4);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ht_store *st;
+  assert_int_equal(ht_store_open_readonly(db, &st), HT_OK);
+  int counts[6] = {0};
+  assert_int_equal(ht_store_each_eval(st, NULL, count_status, counts), HT_OK);
+  int total = 0;
+  for (int i = 0; i < 6; i++) total += counts[i];
+  assert_int_equal(total, 3);
+  ht_store_close(st);
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  assert_int_equal(tune(DATA "bad_c.json", "c", db, "brute_force", 0, 0, sum), HT_OK);
+  assert_int_equal(sum->reused, 3);
+  assert_int_equal(sum->measured, 4);
+  free(sum);
+  free(db);
+}
+
+static void test_unknown_strategy(void **state) {
+  (void)state;
+  char *db = db_path("strategy.db");
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  assert_int_equal(tune(DATA "bad_c.json", "c", db, "annealing_nope", 0, 0, sum), HT_ERR_NOTFOUND);
+  assert_non_null(strstr(ht_last_error(), "annealing_nope"));
+  assert_non_null(strstr(ht_last_error(), "brute_force"));
+  free(sum);
+  free(db);
+}
+
+static void test_budget_and_random_without_replacement(void **state) {
+  (void)state;
+  char *db = db_path("budget.db");
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  assert_int_equal(tune(DATA "bad_opencl.json", "opencl", db, "random", 4, 0, sum), HT_OK);
+  assert_int_equal(sum->measured + sum->reused, 4);
+  /* budget larger than the space: stops after all 10 configs, each once */
+  assert_int_equal(tune(DATA "bad_opencl.json", "opencl", db, "random", 1000, 0, sum), HT_OK);
+  assert_int_equal(sum->measured + sum->reused, 10);
+  assert_int_equal(sum->reused, 4);
+  free(sum);
+  free(db);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/hetune-test-runner-XXXXXX");
+  return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char *cmd = ht_strfmt("rm -rf '%s'", tmpdir);
+  int rc = system(cmd);
+  free(cmd);
+  return rc == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_c_failures_are_results),
+    cmocka_unit_test(test_opencl_failures_are_results),
+    cmocka_unit_test(test_in_process_runner),
+    cmocka_unit_test(test_unknown_device_is_an_error),
+    cmocka_unit_test(test_tuning_goes_on_after_failures),
+    cmocka_unit_test(test_second_tuning_compiles_nothing),
+    cmocka_unit_test(test_kill_9_loses_nothing),
+    cmocka_unit_test(test_unknown_strategy),
+    cmocka_unit_test(test_budget_and_random_without_replacement),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
