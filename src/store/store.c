@@ -206,10 +206,14 @@ static ht_status inspect_file(const char *path, long long size, int readonly, in
 static ht_status configure(ht_store *st) {
   ht_status s = hts_exec(st, "PRAGMA foreign_keys = ON", "enable foreign keys");
   if (s || st->readonly) return s;
-  /* WAL: readers never block the tuner's writes. synchronous=FULL: a committed evaluation
-   * survives power loss too, not only kill -9; one fsync per evaluation is cheap next to it. */
+  /* WAL: readers never block the tuner's writes. synchronous=NORMAL: a committed evaluation
+   * survives kill -9 and crashes of the process (it is in the WAL before commit returns); only a
+   * power loss may drop the last few. FULL costs an fsync (~5 ms here) per evaluation, more than
+   * the rest of the framework together (BENCHMARKS.md); HETUNE_DB_SYNC=full asks for it. */
   s = hts_exec(st, "PRAGMA journal_mode = WAL", "enable WAL");
-  if (!s) s = hts_exec(st, "PRAGMA synchronous = FULL", "set synchronous");
+  const char *sync = getenv("HETUNE_DB_SYNC");
+  int full = sync && strcmp(sync, "full") == 0;
+  if (!s) s = hts_exec(st, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", "set synchronous");
   if (!s) s = hts_migrate(st);
   return s;
 }
