@@ -18,7 +18,7 @@ typedef struct cli_args {
   const char *opt_value[64]; /* NULL for flags */
 } cli_args;
 
-/* flags: names of options that take no value, NULL-terminated. Unknown options are the caller's
+/* argv[0] is the command's name. flags: names of options that take no value, NULL-terminated. Unknown options are the caller's
  * to reject with cli_check_known. */
 int cli_parse(int argc, char **argv, const char *const *flags, cli_args *a);
 const char *cli_opt(const cli_args *a, const char *name);    /* last value or NULL */
@@ -27,10 +27,14 @@ int cli_check_known(const cli_args *a, const char *cmd, const char *const *known
 int cli_wants_help(int argc, char **argv);
 int cli_fail(const char *what);                            /* prints "hetune: what: last error", returns 1 */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Option values parsed whole ("5x" is an error) and checked against a minimum: 0 or CLI_USAGE. */
+int cli_integer(const char *cmd, const char *name, const char *v, long long min, long long *out);
+int cli_number(const char *cmd, const char *name, const char *v, double min_exclusive, double *out);
 
 /* Loads SPEC and applies --size options. */
 int cli_load_spec(const cli_args *a, const char *path, ht_spec **out);
 const char *cli_db_path(const cli_args *a);
+const char *cli_default_device(const ht_spec *s); /* the first device of the spec's language */
 
 int cmd_devices(int argc, char **argv);
 int cmd_tune(int argc, char **argv);

@@ -32,17 +32,14 @@ static int load_space(const cli_args *a, const char *path, ht_space **space) {
   int rc = cli_load_spec(a, path, &spec);
   if (rc) return rc;
   ht_device_info info;
-  memset(&info, 0, sizeof info);
-  const char *dev_id = cli_opt(a, "device");
-  if (dev_id) {
-    ht_device *dev;
-    if (ht_device_open(dev_id, &dev)) {
-      ht_spec_destroy(spec);
-      return cli_fail("");
-    }
-    info = dev->info;
-    ht_device_close(dev);
+  const char *dev_id = cli_opt(a, "device") ? cli_opt(a, "device") : cli_default_device(spec);
+  ht_device *dev;
+  if (ht_device_open(dev_id, &dev)) {
+    ht_spec_destroy(spec);
+    return cli_fail("");
   }
+  info = dev->info;
+  ht_device_close(dev);
   if (ht_spec_build_space(spec, &info, space)) rc = cli_fail("");
   ht_spec_destroy(spec);
   return rc;
@@ -58,25 +55,50 @@ static int print_config(const ht_config *c, void *ctx) {
   return --*left == 0;
 }
 
-int cmd_space(int argc, char **argv) {
+/* Parses the command line; n is how many configs to print (-1 = all). */
+static int parse_space_args(int argc, char **argv, cli_args *a, long long *n, long long *seed) {
   static const char *const known[] = {"device", "size", "n", "seed", NULL};
+  int rc = cli_parse(argc, argv, NULL, a);
+  for (int i = 0; !rc && i < a->n_pos; i++) /* accept -n N */
+    if (strcmp(a->pos[i], "-n") == 0 && i + 1 < a->n_pos) {
+      a->opt_name[a->n_opt] = "n";
+      a->opt_value[a->n_opt++] = a->pos[i + 1];
+      memmove(&a->pos[i], &a->pos[i + 2], sizeof(char *) * (size_t)(a->n_pos - i - 2));
+      a->n_pos -= 2;
+    }
+  if (!rc) rc = cli_check_known(a, "space", known);
+  const char *sub = a->n_pos ? a->pos[0] : "";
+  if (!rc && (a->n_pos != 2 || (strcmp(sub, "count") && strcmp(sub, "sample") && strcmp(sub, "list"))))
+    rc = cli_usage_error("space", "expected count, sample or list, then a SPEC file");
+  *n = strcmp(sub, "sample") == 0 ? 10 : -1;
+  *seed = 1;
+  if (!rc && cli_opt(a, "n")) rc = cli_integer("space", "-n", cli_opt(a, "n"), 1, n);
+  if (!rc && cli_opt(a, "seed")) rc = cli_integer("space", "--seed", cli_opt(a, "seed"), 0, seed);
+  return rc;
+}
+
+static int print_sample(ht_space *space, long long n, long long seed) {
+  ht_rng rng;
+  ht_rng_seed(&rng, (uint64_t)seed);
+  ht_config *cfgs = calloc((size_t)n, sizeof(ht_config));
+  int got = 0, rc = CLI_OK;
+  if (!cfgs || ht_space_sample(space, &rng, (int)n, cfgs, &got)) rc = cli_fail("space sample");
+  long long all = -1;
+  for (int i = 0; i < got; i++) {
+    void *ctx[2] = {space, &all};
+    print_config(&cfgs[i], ctx);
+  }
+  free(cfgs);
+  return rc;
+}
+
+int cmd_space(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
   cli_args a;
-  int rc = cli_parse(argc - 1, argv + 1, NULL, &a);
-  for (int i = 0; !rc && i < a.n_pos; i++) /* accept -n N */
-    if (strcmp(a.pos[i], "-n") == 0 && i + 1 < a.n_pos) {
-      a.opt_name[a.n_opt] = "n";
-      a.opt_value[a.n_opt++] = a.pos[i + 1];
-      memmove(&a.pos[i], &a.pos[i + 2], sizeof(char *) * (size_t)(a.n_pos - i - 2));
-      a.n_pos -= 2;
-    }
-  if (!rc) rc = cli_check_known(&a, "space", known);
-  if (!rc && (a.n_pos != 2 || (strcmp(a.pos[0], "count") && strcmp(a.pos[0], "sample") && strcmp(a.pos[0], "list"))))
-    rc = cli_usage_error("space", "expected count, sample or list, then a SPEC file");
+  long long n, seed;
   ht_space *space = NULL;
+  int rc = parse_space_args(argc, argv, &a, &n, &seed);
   if (rc || (rc = load_space(&a, a.pos[1], &space))) return rc;
-  const char *nv = cli_opt(&a, "n");
-  long long n = nv ? atoll(nv) : strcmp(a.pos[0], "sample") == 0 ? 10 : -1;
   uint64_t count;
   if (strcmp(a.pos[0], "count") == 0) {
     if (ht_space_count(space, &count)) rc = cli_fail("space count");
@@ -86,17 +108,7 @@ int cmd_space(int argc, char **argv) {
     void *ctx[2] = {space, &n};
     if (ht_space_enumerate(space, print_config, ctx)) rc = cli_fail("space list");
   } else {
-    ht_rng rng;
-    ht_rng_seed(&rng, cli_opt(&a, "seed") ? strtoull(cli_opt(&a, "seed"), NULL, 10) : 1);
-    ht_config *cfgs = calloc(n > 0 ? (size_t)n : 1, sizeof(ht_config));
-    int got = 0;
-    if (!cfgs || ht_space_sample(space, &rng, (int)n, cfgs, &got)) rc = cli_fail("space sample");
-    long long all = -1;
-    for (int i = 0; i < got; i++) {
-      void *ctx[2] = {space, &all};
-      print_config(&cfgs[i], ctx);
-    }
-    free(cfgs);
+    rc = print_sample(space, n, seed);
   }
   ht_space_destroy(space);
   return rc;

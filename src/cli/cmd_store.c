@@ -1,4 +1,5 @@
 /* hetune best / show / export: read the store. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ int cmd_best(int argc, char **argv) {
     return CLI_OK;
   }
   cli_args a;
-  int rc = cli_parse(argc - 1, argv + 1, NULL, &a);
+  int rc = cli_parse(argc, argv, NULL, &a);
   if (!rc) rc = cli_check_known(&a, "best", known);
   if (!rc && a.n_pos != 1) rc = cli_usage_error("best", "expected one SPEC file");
   if (rc) return rc;
@@ -119,7 +120,7 @@ int cmd_show(int argc, char **argv) {
     return CLI_OK;
   }
   cli_args a;
-  int rc = cli_parse(argc - 1, argv + 1, NULL, &a);
+  int rc = cli_parse(argc, argv, NULL, &a);
   if (!rc) rc = cli_check_known(&a, "show", known);
   if (!rc && a.n_pos > 1) rc = cli_usage_error("show", "expected at most one kernel name");
   ht_store *st;
@@ -153,7 +154,7 @@ int cmd_export(int argc, char **argv) {
     return CLI_OK;
   }
   cli_args a;
-  int rc = cli_parse(argc - 1, argv + 1, flags, &a);
+  int rc = cli_parse(argc, argv, flags, &a);
   if (!rc) rc = cli_check_known(&a, "export", known);
   const char *format = cli_opt(&a, "format");
   if (!rc && (!format || (strcmp(format, "csv") && strcmp(format, "t4"))))
@@ -164,14 +165,17 @@ int cmd_export(int argc, char **argv) {
   const char *path = cli_opt(&a, "output");
   FILE *out = path ? fopen(path, "w") : stdout;
   if (!out) {
-    perror(path);
+    fprintf(stderr, "hetune export: %s: %s\n", path, strerror(errno));
     ht_store_close(st);
     return CLI_ERROR;
   }
   ht_eval_filter f = {cli_opt(&a, "kernel"), cli_opt(&a, "device"), NULL, cli_has(&a, "ok")};
   ht_status s = strcmp(format, "csv") == 0 ? ht_store_export_csv(st, &f, out) : ht_store_export_t4(st, &f, out);
-  if (s) rc = cli_fail("export");
-  if (out != stdout && fclose(out) != 0) rc = cli_usage_error("export", "cannot write %s", path);
+  if (s) rc = cli_fail(path ? path : "export"); /* a write error names the output file */
+  if (out != stdout && fclose(out) != 0 && !rc) {
+    fprintf(stderr, "hetune export: %s: %s\n", path, strerror(errno));
+    rc = CLI_ERROR;
+  }
   ht_store_close(st);
   return rc;
 }

@@ -70,40 +70,39 @@ static void show_progress(const ht_tune_progress *p, void *ctx) {
   fflush(stderr);
 }
 
-static const char *default_device(const ht_spec *s) {
-  switch (s->kernel.lang) {
-  case HT_LANG_OPENCL: return "opencl";
-  case HT_LANG_CUDA: return "cuda";
-  default: return "c";
-  }
-}
-
 static int parse_runner_options(const cli_args *a, ht_runner_options *ro) {
   ht_runner_options_default(ro);
   const char *v;
-  if ((v = cli_opt(a, "timeout"))) ro->timeout_s = atof(v);
-  if ((v = cli_opt(a, "min-runs"))) ro->min_runs = atoi(v);
-  if ((v = cli_opt(a, "max-runs"))) ro->max_runs = atoi(v);
-  if ((v = cli_opt(a, "rsd"))) ro->rsd_target = atof(v);
+  long long n;
+  int rc = CLI_OK;
+  if (!rc && (v = cli_opt(a, "timeout"))) rc = cli_number("tune", "--timeout", v, 0, &ro->timeout_s);
+  if (!rc && (v = cli_opt(a, "rsd"))) rc = cli_number("tune", "--rsd", v, 0, &ro->rsd_target);
+  if (!rc && (v = cli_opt(a, "min-runs")) && !(rc = cli_integer("tune", "--min-runs", v, 1, &n))) ro->min_runs = (int)n;
+  if (!rc && (v = cli_opt(a, "max-runs")) && !(rc = cli_integer("tune", "--max-runs", v, 1, &n))) ro->max_runs = (int)n;
   ro->isolate = !cli_has(a, "in-process");
-  if (ro->timeout_s <= 0 || ro->min_runs < 1 || ro->max_runs < 1 || ro->rsd_target <= 0)
-    return cli_usage_error("tune", "--timeout, --min-runs, --max-runs and --rsd must be positive");
-  return CLI_OK;
+  return rc;
 }
 
 static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
   ht_tune_options_default(o);
   const char *v;
-  if ((v = cli_opt(a, "strategy"))) o->strategy = v;
+  long long n;
+  int rc = CLI_OK;
+  if ((v = cli_opt(a, "strategy")) && !ht_strategy_find(v)) {
+    ht_buf names = {0};
+    for (int i = 0; i < ht_strategy_count(); i++)
+      ht_buf_appendf(&names, "%s%s", i ? ", " : "", ht_strategy_at(i)->name);
+    rc = cli_usage_error("tune", "--strategy %s: unknown strategy (available: %s)", v, names.data ? names.data : "");
+    ht_buf_free(&names);
+  }
+  if (v) o->strategy = v;
   o->strategy_options = cli_opt(a, "options");
-  if ((v = cli_opt(a, "seed"))) o->seed = strtoull(v, NULL, 10);
-  if ((v = cli_opt(a, "budget")) && (o->budget_evals = atoll(v)) <= 0)
-    return cli_usage_error("tune", "--budget %s: expected a positive number of evaluations", v);
-  if ((v = cli_opt(a, "time")) && (o->budget_seconds = atof(v)) <= 0)
-    return cli_usage_error("tune", "--time %s: expected a positive number of seconds", v);
+  if (!rc && (v = cli_opt(a, "seed")) && !(rc = cli_integer("tune", "--seed", v, 0, &n))) o->seed = (uint64_t)n;
+  if (!rc && (v = cli_opt(a, "budget")) && !(rc = cli_integer("tune", "--budget", v, 1, &n))) o->budget_evals = n;
+  if (!rc && (v = cli_opt(a, "time"))) rc = cli_number("tune", "--time", v, 0, &o->budget_seconds);
   o->no_reuse = cli_has(a, "no-reuse");
   o->stop = &stop_requested;
-  return CLI_OK;
+  return rc;
 }
 
 static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const char *db) {
@@ -132,7 +131,7 @@ int cmd_tune(int argc, char **argv) {
   cli_args a;
   ht_tune_options to;
   ht_runner_options ro;
-  int rc = cli_parse(argc - 1, argv + 1, flags, &a);
+  int rc = cli_parse(argc, argv, flags, &a);
   if (!rc) rc = cli_check_known(&a, "tune", known);
   if (!rc && a.n_pos != 1) rc = cli_usage_error("tune", "expected one SPEC file (see hetune tune --help)");
   if (!rc) rc = parse_tune_options(&a, &to);
@@ -150,7 +149,7 @@ int cmd_tune(int argc, char **argv) {
   to.progress = show_progress;
   to.progress_ctx = &pc;
   signal(SIGINT, on_sigint);
-  const char *device = cli_opt(&a, "device") ? cli_opt(&a, "device") : default_device(spec);
+  const char *device = cli_opt(&a, "device") ? cli_opt(&a, "device") : cli_default_device(spec);
   ht_tune_summary *sum = malloc(sizeof *sum);
   ht_status st = sum ? ht_tune(spec, device, store, &to, &ro, sum) : ht_error(HT_ERR_NOMEM, "out of memory");
   if (pc.tty && !pc.quiet) fputc('\n', stderr);

@@ -1,4 +1,6 @@
 /* hetune: the command line. Parses arguments, calls the library, prints. */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,7 @@ static const char *usage =
 
 int cli_parse(int argc, char **argv, const char *const *flags, cli_args *a) {
   memset(a, 0, sizeof *a);
-  for (int i = 0; i < argc; i++) {
+  for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     if (strncmp(s, "--", 2) != 0 || strlen(s) == 2) {
       if (a->n_pos == 16) return cli_usage_error(argv[0], "too many arguments");
@@ -80,6 +82,23 @@ int cli_fail(const char *what) {
   return CLI_ERROR;
 }
 
+int cli_integer(const char *cmd, const char *name, const char *v, long long min, long long *out) {
+  char *end;
+  errno = 0;
+  *out = strtoll(v, &end, 10);
+  if (!*v || *end || errno || *out < min)
+    return cli_usage_error(cmd, "%s %s: expected an integer of at least %lld", name, v, min);
+  return CLI_OK;
+}
+
+int cli_number(const char *cmd, const char *name, const char *v, double min_exclusive, double *out) {
+  char *end;
+  *out = strtod(v, &end);
+  if (!*v || *end || !isfinite(*out) || *out <= min_exclusive)
+    return cli_usage_error(cmd, "%s %s: expected a number greater than %g", name, v, min_exclusive);
+  return CLI_OK;
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -96,9 +115,18 @@ int cli_load_spec(const cli_args *a, const char *path, ht_spec **out) {
     if (strcmp(a->opt_name[i], "size") == 0 && ht_spec_set_size(*out, a->opt_value[i])) {
       ht_spec_destroy(*out);
       *out = NULL;
-      return cli_fail("");
+      cli_fail("");
+      return CLI_USAGE; /* a bad --size is a bad command line, whatever the spec holds */
     }
   return CLI_OK;
+}
+
+const char *cli_default_device(const ht_spec *s) {
+  switch (s->kernel.lang) {
+  case HT_LANG_OPENCL: return "opencl";
+  case HT_LANG_CUDA: return "cuda";
+  default: return "c";
+  }
 }
 
 const char *cli_db_path(const cli_args *a) {
@@ -123,6 +151,6 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
-  fprintf(stderr, "hetune: unknown command '%s'\n\n%s", argv[1], usage);
+  fprintf(stderr, "hetune: unknown command '%s' (see hetune --help)\n", argv[1]);
   return CLI_USAGE;
 }

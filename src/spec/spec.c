@@ -65,15 +65,23 @@ ht_status spec_fail(spec_ctx *c, const char *key, const char *value, ht_status c
 
 ht_status spec_string(spec_ctx *c, json_t *obj, const char *key, int required, const char **out) {
   json_t *v = json_object_get(obj, key);
+  const char *in = c->in_key ? c->in_field : "", *dot = c->in_key ? "." : "";
   *out = NULL;
   if (!v) {
     if (!required) return HT_OK;
-    return spec_fail(c, NULL, NULL, HT_ERR_INVALID, "missing required field \"%s\"", key);
+    return spec_fail(c, NULL, c->in_key, HT_ERR_INVALID, "missing required field \"%s%s%s\"", in, dot, key);
   }
   if (!json_is_string(v))
-    return spec_fail(c, key, NULL, HT_ERR_INVALID, "field \"%s\" must be a string", key);
+    return spec_fail(c, c->in_key, key, HT_ERR_INVALID, "field \"%s%s%s\" must be a string", in, dot, key);
   *out = json_string_value(v);
   return HT_OK;
+}
+
+/* The JSON key a field's value sits under: "arguments.n.value" -> "value", "global[0]" -> "global". */
+static void field_key(const char *field, char *key, size_t len) {
+  snprintf(key, len, "%s", strchr(field, '.') ? strrchr(field, '.') + 1 : field);
+  char *bracket = strchr(key, '[');
+  if (bracket) *bracket = '\0';
 }
 
 /* An expression given as a JSON string or number. */
@@ -89,22 +97,21 @@ ht_status spec_expr(spec_ctx *c, json_t *v, const char *field, ht_expr **out) {
     snprintf(numbuf, sizeof numbuf, "%.17g", json_real_value(v));
     text = numbuf;
   } else {
-    return spec_fail(c, field, NULL, HT_ERR_INVALID, "%s: expected an expression (string or number)", field);
+    char key[128];
+    field_key(field, key, sizeof key);
+    return spec_fail(c, key, NULL, HT_ERR_INVALID, "%s: expected an expression (string or number)", field);
   }
   return spec_compile_text(c, text, field, out);
 }
 
 ht_status spec_compile_text(spec_ctx *c, const char *text, const char *field, ht_expr **out) {
   ht_spec *s = c->spec;
-  if (ht_expr_compile(text, s->names, s->n_names, out) == HT_OK) return HT_OK;
-  char msg[1024];
+  /* the time names come last: only metrics see them, other expressions are evaluated before a run */
+  if (ht_expr_compile(text, s->names, c->with_times ? s->n_names : s->slot_time_s, out) == HT_OK) return HT_OK;
+  char msg[1024], key[128];
   snprintf(msg, sizeof msg, "%s", ht_last_error());
-  const char *key = strchr(field, '.') ? strrchr(field, '.') + 1 : field;
-  char keybuf[128];
-  snprintf(keybuf, sizeof keybuf, "%s", key);
-  char *bracket = strchr(keybuf, '[');
-  if (bracket) *bracket = '\0';
-  return spec_fail(c, keybuf, text, HT_ERR_PARSE, "%s: \"%s\": %s", field, text, msg);
+  field_key(field, key, sizeof key);
+  return spec_fail(c, key, text, HT_ERR_PARSE, "%s: \"%s\": %s", field, text, msg);
 }
 
 /* ---- names ---- */
@@ -184,8 +191,12 @@ static ht_status param_values_range(spec_ctx *c, const char *name, json_t *obj, 
                      "parameters.%s: expected a list of values, {\"range\": [lo, hi]} or {\"pow2\": [lo, hi]}", name);
   int64_t lo = json_integer_value(json_array_get(r, 0)), hi = json_integer_value(json_array_get(r, 1));
   json_t *stepv = json_object_get(obj, "step");
-  int64_t step = stepv && json_is_integer(stepv) ? json_integer_value(stepv) : 1;
-  if (lo > hi || step <= 0 || (pow2 && lo <= 0))
+  if (stepv && !json_is_integer(stepv))
+    return spec_fail(c, name, NULL, HT_ERR_INVALID, "parameters.%s: \"step\" must be an integer", name);
+  int64_t step = stepv ? json_integer_value(stepv) : 1;
+  if (step <= 0)
+    return spec_fail(c, name, NULL, HT_ERR_INVALID, "parameters.%s: \"step\" must be positive", name);
+  if (lo > hi || (pow2 && lo <= 0))
     return spec_fail(c, name, NULL, HT_ERR_INVALID, "parameters.%s: empty or invalid range [%lld, %lld]", name,
                      (long long)lo, (long long)hi);
   int cap = 4096;
@@ -280,7 +291,9 @@ static ht_status parse_metrics(spec_ctx *c, json_t *root) {
   json_object_foreach(obj, key, v) {
     char field[96];
     snprintf(field, sizeof field, "metrics.%.80s", key);
+    c->with_times = 1;
     ht_status st = spec_expr(c, v, field, &s->metrics[s->n_metrics]);
+    c->with_times = 0;
     if (st) return st;
     s->metric_names[s->n_metrics++] = ht_strdup(key);
   }
@@ -309,10 +322,13 @@ static ht_status parse_root(spec_ctx *c, json_t *root) {
   if (!json_is_object(root)) return spec_fail(c, NULL, NULL, HT_ERR_INVALID, "the spec must be a JSON object");
   if ((st = spec_string(c, root, "name", 1, &name))) return st;
   s->name = ht_strdup(name);
-  json_t *sd = json_object_get(root, "size_defines");
+  json_t *sd = json_object_get(root, "size_defines"), *seed = json_object_get(root, "seed");
+  if (sd && !json_is_boolean(sd))
+    return spec_fail(c, "size_defines", NULL, HT_ERR_INVALID, "\"size_defines\" must be true or false");
+  if (seed && !json_is_integer(seed))
+    return spec_fail(c, "seed", NULL, HT_ERR_INVALID, "\"seed\" must be an integer");
   s->size_defines = sd ? json_is_true(sd) : 1;
-  json_t *seed = json_object_get(root, "seed");
-  s->seed = seed && json_is_integer(seed) ? (uint64_t)json_integer_value(seed) : 1;
+  s->seed = seed ? (uint64_t)json_integer_value(seed) : 1;
   if ((st = parse_params(c, root)) || (st = parse_sizes(c, root)) || (st = build_names(c))) return st;
   if ((st = spec_parse_kernel(c, root, "", &s->kernel))) return st;
   if ((st = spec_parse_args(c, root))) return st;

@@ -11,6 +11,9 @@ typedef struct spec_ctx {
   char *text;       /* its text, to locate values for line:column */
   const char *dir;  /* its folder: sources and data files are relative to it */
   ht_spec *spec;
+  int with_times;   /* expressions may name time_s and time_ms (metrics only) */
+  const char *in_key; /* the object being read ("reference", "arguments"), NULL at the top */
+  char in_field[64];  /* its name in messages: "reference", "arguments[2]" */
 } spec_ctx;
 
 /* Error "path:line:col: msg", the position of the quoted value (or key) in the file. */

@@ -1,9 +1,11 @@
 /* Spec parsing of kernels (source, geometry, defines) and arguments; binding and spaces. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hetune/spec.h"
 #include "spec/spec_internal.h"
@@ -141,9 +143,12 @@ static ht_status parse_defines(spec_ctx *c, json_t *obj, const char *prefix, ht_
 ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
   const char *lang, *source, *entry, *flags;
   ht_status st;
+  c->in_key = *prefix ? "reference" : NULL;
+  snprintf(c->in_field, sizeof c->in_field, "reference");
   if ((st = spec_string(c, obj, "language", 1, &lang)) || (st = spec_string(c, obj, "source", 1, &source)) ||
       (st = spec_string(c, obj, "entry", 1, &entry)) || (st = spec_string(c, obj, "flags", 0, &flags)))
-    return ht_error_prefix(st, "%s", *prefix ? "reference: " : "");
+    return st;
+  c->in_key = NULL;
   if (ht_language_parse(lang, &k->lang))
     return spec_fail(c, "language", lang, HT_ERR_INVALID, "%slanguage: unknown \"%s\" (expected c, opencl or cuda)",
                      prefix, lang);
@@ -192,6 +197,9 @@ static ht_status parse_init(spec_ctx *c, json_t *v, const char *name, ht_spec_ar
   } else if (file && json_is_string(file)) {
     a->init = HT_INIT_FILE;
     a->file = resolve(c->dir, json_string_value(file));
+    if (a->file && access(a->file, R_OK) != 0)
+      return spec_fail(c, "file", json_string_value(file), HT_ERR_IO, "arguments.%s.init.file: %s: %s", name,
+                       json_string_value(file), strerror(errno));
   } else {
     return spec_fail(c, name, NULL, HT_ERR_INVALID, "arguments.%s.init: expected random, zeros, ramp, "
                      "{\"fill\": x}, {\"random\": [lo, hi]} or {\"file\": path}", name);
@@ -225,8 +233,10 @@ static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i, ht_spec_arg *a) {
   ht_status st;
   if (!json_is_object(arg))
     return spec_fail(c, "arguments", NULL, HT_ERR_INVALID, "arguments[%zu]: expected an object", i);
+  c->in_key = "arguments";
+  snprintf(c->in_field, sizeof c->in_field, "arguments[%zu]", i);
   if ((st = spec_string(c, arg, "name", 1, &name)) || (st = spec_string(c, arg, "type", 1, &type)))
-    return ht_error_prefix(st, "arguments[%zu]: ", i);
+    return st;
   a->name = ht_strdup(name);
   if (ht_dtype_parse(type, &a->type))
     return spec_fail(c, "type", type, HT_ERR_INVALID, "arguments.%s.type: %s", name, ht_last_error());
@@ -261,6 +271,7 @@ ht_status spec_parse_args(spec_ctx *c, json_t *root) {
     s->n_args = (int)i + 1;
     if (st) return st;
   }
+  c->in_key = NULL;
   return HT_OK;
 }
 
