@@ -88,10 +88,12 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
   static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
   ht_evaluator *ev;
-  if (ht_evaluator_create(spec, device_id, opt, &ev) != HT_OK) {
+  ht_status st = ht_evaluator_create(spec, device_id, opt, &ev);
+  if (st != HT_OK) {
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", ht_last_error());
     write_all(out, "E", 1);
+    write_all(out, &st, sizeof st);
     write_all(out, msg, sizeof msg);
     _exit(1);
   }
@@ -142,11 +144,13 @@ static ht_status start_worker(ht_runner *r) {
   int rc = read_all(r->from_worker, &tag, 1, deadline);
   if (rc == 0 && tag == 'I' && read_all(r->from_worker, &r->info, sizeof r->info, deadline) == 0) return HT_OK;
   char msg[2048] = "the worker process died during setup";
-  if (rc == 0 && tag == 'E') read_all(r->from_worker, msg, sizeof msg, deadline);
+  ht_status code = HT_ERR_DEVICE;
+  if (rc == 0 && tag == 'E' && read_all(r->from_worker, &code, sizeof code, deadline) == 0)
+    read_all(r->from_worker, msg, sizeof msg, deadline);
   if (rc == -2) snprintf(msg, sizeof msg, "setup (device, data, reference) took over %.0f s", r->opt.compile_timeout_s);
   msg[sizeof msg - 1] = '\0';
   stop_worker(r, 1);
-  return ht_error(HT_ERR_DEVICE, "%s", msg);
+  return ht_error(code, "%s", msg);
 }
 
 static void describe_death(ht_runner *r, ht_result *res, int compiled, int timed_out) {
