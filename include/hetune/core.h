@@ -96,6 +96,11 @@ ht_status ht_read_file(const char *path, char **out, size_t *len);
 ht_status ht_write_file_atomic(const char *path, const void *data, size_t len);
 char *ht_strdup(const char *s);          /* NULL on NULL or OOM */
 char *ht_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* malloc'ed */
+/* Writes all len bytes to fd, retrying on EINTR and short writes: 0, or -1 on error. */
+int ht_fd_write_all(int fd, const void *data, size_t len);
+/* Reads exactly len bytes from fd before deadline (an ht_now() time): 0, -1 on EOF or error,
+ * -2 when the deadline passed. */
+int ht_fd_read_all(int fd, void *data, size_t len, double deadline);
 /* mkdir -p */
 ht_status ht_mkdir_p(const char *path);
 /* The compile cache folder: $HETUNE_CACHE_DIR, else $XDG_CACHE_HOME/hetune, else ~/.cache/hetune. */

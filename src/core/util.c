@@ -1,5 +1,6 @@
 /* Hashing, files, strings, logging. */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,36 @@ ht_status ht_write_file_atomic(const char *path, const void *data, size_t len) {
   }
   free(tmp);
   return HT_OK;
+}
+
+int ht_fd_write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len) {
+    ssize_t k = write(fd, p, len);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    p += k;
+    len -= (size_t)k;
+  }
+  return 0;
+}
+
+int ht_fd_read_all(int fd, void *data, size_t len, double deadline) {
+  char *p = data;
+  while (len) {
+    double left = deadline - ht_now();
+    if (left <= 0) return -2;
+    struct pollfd pfd = {fd, POLLIN, 0};
+    int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr == 0) return -2;
+    ssize_t k = read(fd, p, len);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    p += k;
+    len -= (size_t)k;
+  }
+  return 0;
 }
 
 char *ht_strdup(const char *s) {

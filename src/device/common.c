@@ -167,35 +167,6 @@ typedef struct probe_header {
   int msg_len;
 } probe_header;
 
-static int write_all(int fd, const void *data, size_t len) {
-  const char *p = data;
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Reads exactly len bytes, giving up after timeout_ms without progress. */
-static int read_all(int fd, void *data, size_t len, int timeout_ms) {
-  char *p = data;
-  while (len) {
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    int r = poll(&pfd, 1, timeout_ms);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    ssize_t n = read(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    p += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
 static void probe_child(int fd, ht_status (*probe)(ht_device_info *, int, int *), int max) {
   ht_device_info *infos = calloc(max > 0 ? (size_t)max : 1, sizeof *infos);
   int n = 0;
@@ -203,24 +174,24 @@ static void probe_child(int fd, ht_status (*probe)(ht_device_info *, int, int *)
   if (s) n = 0;
   const char *msg = s ? ht_last_error() : "";
   probe_header h = {(int)s, n, (int)strlen(msg)};
-  if (write_all(fd, &h, sizeof h) == 0 && write_all(fd, infos, sizeof *infos * (size_t)n) == 0)
-    write_all(fd, msg, (size_t)h.msg_len);
+  if (ht_fd_write_all(fd, &h, sizeof h) == 0 && ht_fd_write_all(fd, infos, sizeof *infos * (size_t)n) == 0)
+    ht_fd_write_all(fd, msg, (size_t)h.msg_len);
   free(infos);
   close(fd);
   _exit(0); /* no atexit handlers: they belong to the parent */
 }
 
 static ht_status probe_parent(int fd, pid_t pid, ht_device_info *out, int max, int *n) {
-  enum { TIMEOUT_MS = 60000 };
+  double deadline = ht_now() + 60; /* a probe that hangs (broken driver) must not hang hetune */
   probe_header h;
   ht_status s = HT_OK;
-  if (read_all(fd, &h, sizeof h, TIMEOUT_MS) || h.n < 0 || h.n > max || h.msg_len < 0 || h.msg_len > 4096) {
+  if (ht_fd_read_all(fd, &h, sizeof h, deadline) || h.n < 0 || h.n > max || h.msg_len < 0 || h.msg_len > 4096) {
     s = ht_error(HT_ERR_DEVICE, "device probe process failed or timed out");
-  } else if (read_all(fd, out, sizeof *out * (size_t)h.n, TIMEOUT_MS)) {
+  } else if (ht_fd_read_all(fd, out, sizeof *out * (size_t)h.n, deadline)) {
     s = ht_error(HT_ERR_DEVICE, "device probe process died while reporting");
   } else {
     char msg[4097];
-    if (read_all(fd, msg, (size_t)h.msg_len, TIMEOUT_MS)) h.msg_len = 0;
+    if (ht_fd_read_all(fd, msg, (size_t)h.msg_len, deadline)) h.msg_len = 0;
     msg[h.msg_len] = '\0';
     *n = h.n;
     s = h.status ? ht_error((ht_status)h.status, "%s", msg) : HT_OK;

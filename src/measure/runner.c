@@ -44,42 +44,9 @@ void ht_runner_options_default(ht_runner_options *o) {
 const ht_device_info *ht_runner_device(const ht_runner *r) { return &r->info; }
 int ht_runner_worker_starts(const ht_runner *r) { return r->starts; }
 
-/* ---- pipe I/O ---- */
-
-static int write_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n) {
-    ssize_t k = write(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-/* Reads n bytes before the deadline: 0 ok, -1 EOF/error, -2 timed out. */
-static int read_all(int fd, void *p, size_t n, double deadline) {
-  char *c = p;
-  while (n) {
-    double left = deadline - ht_now();
-    if (left <= 0) return -2;
-    struct pollfd pfd = {fd, POLLIN, 0};
-    int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr == 0) return -2;
-    ssize_t k = read(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
 /* ---- the worker side ---- */
 
-static void worker_progress(char phase, void *ctx) { write_all(*(int *)ctx, &phase, 1); }
+static void worker_progress(char phase, void *ctx) { ht_fd_write_all(*(int *)ctx, &phase, 1); }
 
 static void worker_main(const ht_spec *spec, const char *device_id, const ht_runner_options *opt, int in, int out) {
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a tuner killed with -9 */
@@ -92,18 +59,18 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
   if (st != HT_OK) {
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", ht_last_error());
-    write_all(out, "E", 1);
-    write_all(out, &st, sizeof st);
-    write_all(out, msg, sizeof msg);
+    ht_fd_write_all(out, "E", 1);
+    ht_fd_write_all(out, &st, sizeof st);
+    ht_fd_write_all(out, msg, sizeof msg);
     _exit(1);
   }
-  write_all(out, "I", 1);
-  write_all(out, ht_evaluator_device(ev), sizeof(ht_device_info));
+  ht_fd_write_all(out, "I", 1);
+  ht_fd_write_all(out, ht_evaluator_device(ev), sizeof(ht_device_info));
   ht_config cfg;
   static ht_result res; /* large: keep it off the stack */
-  while (read_all(in, &cfg, sizeof cfg, ht_now() + 1e9) == 0) {
+  while (ht_fd_read_all(in, &cfg, sizeof cfg, ht_now() + 1e9) == 0) {
     ht_evaluator_run(ev, &cfg, &res, worker_progress, &out);
-    if (write_all(out, "R", 1) || write_all(out, &res, sizeof res)) break;
+    if (ht_fd_write_all(out, "R", 1) || ht_fd_write_all(out, &res, sizeof res)) break;
   }
   ht_evaluator_destroy(ev);
   _exit(0);
@@ -141,12 +108,12 @@ static ht_status start_worker(ht_runner *r) {
   r->starts++;
   char tag = 0;
   double deadline = ht_now() + r->opt.compile_timeout_s;
-  int rc = read_all(r->from_worker, &tag, 1, deadline);
-  if (rc == 0 && tag == 'I' && read_all(r->from_worker, &r->info, sizeof r->info, deadline) == 0) return HT_OK;
+  int rc = ht_fd_read_all(r->from_worker, &tag, 1, deadline);
+  if (rc == 0 && tag == 'I' && ht_fd_read_all(r->from_worker, &r->info, sizeof r->info, deadline) == 0) return HT_OK;
   char msg[2048] = "the worker process died during setup";
   ht_status code = HT_ERR_DEVICE;
-  if (rc == 0 && tag == 'E' && read_all(r->from_worker, &code, sizeof code, deadline) == 0)
-    read_all(r->from_worker, msg, sizeof msg, deadline);
+  if (rc == 0 && tag == 'E' && ht_fd_read_all(r->from_worker, &code, sizeof code, deadline) == 0)
+    ht_fd_read_all(r->from_worker, msg, sizeof msg, deadline);
   if (rc == -2) snprintf(msg, sizeof msg, "setup (device, data, reference) took over %.0f s", r->opt.compile_timeout_s);
   msg[sizeof msg - 1] = '\0';
   stop_worker(r, 1);
@@ -184,7 +151,7 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   }
   double t0 = ht_now();
   ht_result_init(out);
-  if (write_all(r->to_worker, cfg, sizeof *cfg)) {
+  if (ht_fd_write_all(r->to_worker, cfg, sizeof *cfg)) {
     describe_death(r, out, 0, 0);
     return HT_OK;
   }
@@ -192,9 +159,9 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   for (;;) {
     char tag;
     double deadline = ht_now() + (compiled ? r->opt.timeout_s : r->opt.compile_timeout_s);
-    int rc = read_all(r->from_worker, &tag, 1, deadline);
+    int rc = ht_fd_read_all(r->from_worker, &tag, 1, deadline);
     if (rc == 0 && tag == 'C') compiled = 1;
-    else if (rc == 0 && tag == 'R') rc = read_all(r->from_worker, out, sizeof *out, deadline);
+    else if (rc == 0 && tag == 'R') rc = ht_fd_read_all(r->from_worker, out, sizeof *out, deadline);
     if (rc != 0) {
       describe_death(r, out, compiled, rc == -2);
       out->wall_s = ht_now() - t0;
