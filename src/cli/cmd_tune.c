@@ -17,7 +17,7 @@ static const char *help =
   "  --device D        device id: c, opencl, opencl:P:D, cuda, cuda:N (default: by the spec's language)\n"
   "  --strategy S      brute_force or random (default random)\n"
   "  --options K=V,..  strategy options\n"
-  "  --budget N        evaluate at most N configs (default: all)\n"
+  "  --budget N|all    evaluate at most N configs (default: all for brute_force, 100 otherwise)\n"
   "  --time S          stop after S seconds\n"
   "  --seed N          strategy seed (default 1)\n"
   "  --size K=V        override a problem size (repeatable)\n"
@@ -29,6 +29,8 @@ static const char *help =
   "  --no-reuse        measure configs again even when stored\n"
   "  --in-process      no worker process (faster, but a crashing kernel ends the run)\n"
   "  --quiet           no progress output\n";
+
+enum { DEFAULT_BUDGET = 100 };
 
 static volatile sig_atomic_t stop_requested;
 
@@ -98,8 +100,12 @@ static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
   if (v) o->strategy = v;
   o->strategy_options = cli_opt(a, "options");
   if (!rc && (v = cli_opt(a, "seed")) && !(rc = cli_integer("tune", "--seed", v, 0, &n))) o->seed = (uint64_t)n;
-  if (!rc && (v = cli_opt(a, "budget")) && !(rc = cli_integer("tune", "--budget", v, 1, &n))) o->budget_evals = n;
+  v = cli_opt(a, "budget");
+  if (!rc && v && strcmp(v, "all") != 0 && !(rc = cli_integer("tune", "--budget", v, 1, &n))) o->budget_evals = n;
   if (!rc && (v = cli_opt(a, "time"))) rc = cli_number("tune", "--time", v, 0, &o->budget_seconds);
+  /* Random search over a large space has no natural end: give it a default budget, not hours. */
+  if (!cli_opt(a, "budget") && !cli_opt(a, "time") && strcmp(o->strategy, "brute_force") != 0)
+    o->budget_evals = DEFAULT_BUDGET;
   o->no_reuse = cli_has(a, "no-reuse");
   o->stop = &stop_requested;
   return rc;
