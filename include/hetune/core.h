@@ -92,7 +92,8 @@ void ht_hash_hex(uint64_t h, char out[17]);
 /* ---- small utilities ---- */
 /* Reads a whole file (NUL-terminated). Error names the path. */
 ht_status ht_read_file(const char *path, char **out, size_t *len);
-/* Writes atomically (temp file + rename). */
+/* Writes atomically through a unique temporary file and rename(): concurrent writers of one path
+ * (cache entries) never leave a torn file. */
 ht_status ht_write_file_atomic(const char *path, const void *data, size_t len);
 char *ht_strdup(const char *s);          /* NULL on NULL or OOM */
 char *ht_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* malloc'ed */

@@ -65,9 +65,9 @@ static void show_progress(const ht_tune_progress *p, void *ctx) {
     fprintf(stderr, "\r\033[K[%lld/%s] best %s  failures %lld  reused %lld  %.0fs", (long long)p->done, budget, best,
             (long long)p->failures, (long long)p->reused, p->elapsed_s);
   } else {
-    fprintf(stderr, "[%lld/%s] %s: %s%s%s (best %s)\n", (long long)p->done, budget, p->last_config,
+    fprintf(stderr, "[%lld/%s] %s: %s%s (best %s)\n", (long long)p->done, budget, p->last_config,
             p->last->status == HT_EVAL_OK ? last : ht_eval_status_name(p->last->status),
-            p->last_reused ? ", stored" : "", p->last->status == HT_EVAL_OK || !p->last->message[0] ? "" : "", best);
+            p->last_reused ? ", stored" : "", best);
   }
   fflush(stderr);
 }

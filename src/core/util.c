@@ -62,18 +62,18 @@ ht_status ht_read_file(const char *path, char **out, size_t *len) {
   return HT_OK;
 }
 
+/* A unique temporary (mkstemp) then rename: safe when threads or processes write the same path. */
 ht_status ht_write_file_atomic(const char *path, const void *data, size_t len) {
-  char *tmp = ht_strfmt("%s.tmp.%d", path, (int)getpid());
+  char *tmp = ht_strfmt("%s.tmp.XXXXXX", path);
   if (!tmp) return ht_error(HT_ERR_NOMEM, "out of memory");
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
     ht_status s = ht_error(HT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     free(tmp);
     return s;
   }
-  int ok = fwrite(data, 1, len, f) == len;
-  ok = (fflush(f) == 0) && ok;
-  ok = (fclose(f) == 0) && ok;
+  int ok = ht_fd_write_all(fd, data, len) == 0;
+  ok = (close(fd) == 0) && ok;
   if (!ok || rename(tmp, path) != 0) {
     ht_status s = ht_error(HT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     unlink(tmp);

@@ -38,10 +38,6 @@ char *ht_source_dir(const ht_source *src);
 /* <cache>/<sub>, created. malloc'ed into *out. */
 ht_status ht_cache_subdir(const char *sub, char **out);
 
-/* Writes data to path through a unique temporary file (mkstemp) and rename(), so concurrent
- * threads and processes writing the same cache entry never see a torn file. */
-ht_status ht_cache_write(const char *path, const void *data, size_t len);
-
 /* The first line of log that mentions "error" (else the first non-empty line), copied into out. */
 void ht_first_error_line(const char *log, char *out, size_t len);
 

@@ -104,35 +104,6 @@ ht_status ht_cache_subdir(const char *sub, char **out) {
   return HT_OK;
 }
 
-ht_status ht_cache_write(const char *path, const void *data, size_t len) {
-  char *tmp = ht_strfmt("%s.tmp.XXXXXX", path);
-  if (!tmp) return ht_error(HT_ERR_NOMEM, "out of memory");
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    ht_status s = ht_error(HT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    free(tmp);
-    return s;
-  }
-  const char *p = data;
-  size_t done = 0;
-  while (done < len) {
-    ssize_t w = write(fd, p + done, len - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += (size_t)w;
-  }
-  int ok = done == len;
-  ok = (close(fd) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    ht_status s = ht_error(HT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return s;
-  }
-  free(tmp);
-  return HT_OK;
-}
-
 static int is_blank_line(const char *b, const char *e) {
   for (; b < e; b++)
     if (*b != ' ' && *b != '\t' && *b != '\r') return 0;

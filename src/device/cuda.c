@@ -242,7 +242,7 @@ static ht_status get_ptx(cuda_impl *im, const ht_source *src, const ht_defines *
   } else {
     s = ht_cuda_compile_ptx(src, defs, arch, ptx, &info->log);
     info->seconds = ht_now() - t0;
-    if (!s && ht_cache_write(path, *ptx, strlen(*ptx)) != HT_OK)
+    if (!s && ht_write_file_atomic(path, *ptx, strlen(*ptx)) != HT_OK)
       ht_log(2, "cuda: cannot cache PTX: %s", ht_last_error());
   }
   free(path);

@@ -322,7 +322,7 @@ static void save_binary(cl_program prog, const char *path) {
   if (!bin) return;
   unsigned char *bins[] = {bin};
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS &&
-      ht_cache_write(path, bin, len) != HT_OK)
+      ht_write_file_atomic(path, bin, len) != HT_OK)
     ht_log(2, "opencl: cannot cache the program binary: %s", ht_last_error());
   ht_error_clear();
   free(bin);

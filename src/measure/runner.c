@@ -78,15 +78,17 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
 
 /* ---- the parent side ---- */
 
-static void stop_worker(ht_runner *r, int kill_it) {
-  if (!r->pid) return;
+/* Closes the pipes (a live worker then exits), optionally kills, and waits: the wait status. */
+static int reap_worker(ht_runner *r, int kill_it) {
+  int status = 0;
+  if (!r->pid) return status;
   close(r->to_worker);
   close(r->from_worker);
   if (kill_it) kill(r->pid, SIGKILL);
-  int status;
   while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {
   }
   r->pid = 0;
+  return status;
 }
 
 static ht_status start_worker(ht_runner *r) {
@@ -116,19 +118,12 @@ static ht_status start_worker(ht_runner *r) {
     ht_fd_read_all(r->from_worker, msg, sizeof msg, deadline);
   if (rc == -2) snprintf(msg, sizeof msg, "setup (device, data, reference) took over %.0f s", r->opt.compile_timeout_s);
   msg[sizeof msg - 1] = '\0';
-  stop_worker(r, 1);
+  reap_worker(r, 1);
   return ht_error(code, "%s", msg);
 }
 
 static void describe_death(ht_runner *r, ht_result *res, int compiled, int timed_out) {
-  pid_t pid = r->pid;
-  kill(pid, SIGKILL);
-  int status = 0;
-  close(r->to_worker);
-  close(r->from_worker);
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r->pid = 0;
+  int status = reap_worker(r, 1);
   if (timed_out) {
     res->status = compiled ? HT_EVAL_TIMEOUT : HT_EVAL_COMPILE;
     snprintf(res->message, sizeof res->message, "%s did not finish within %.3g s; worker killed",
@@ -215,7 +210,7 @@ ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out)
 
 void ht_runner_destroy(ht_runner *r) {
   if (!r) return;
-  stop_worker(r, 0);
+  reap_worker(r, 0);
   ht_evaluator_destroy(r->local);
   free(r->device_id);
   free(r);

@@ -24,6 +24,8 @@ typedef struct tune_ctx {
   ht_tune_progress progress;
   ht_tune_summary *sum;
   double t0;
+  char config_key[1024]; /* the config in hand, formatted once */
+  ht_result result;      /* its result */
 } tune_ctx;
 
 static ht_status register_run(tune_ctx *c) {
@@ -44,10 +46,9 @@ static ht_status register_run(tune_ctx *c) {
 
 /* Measures cfg, or takes it from the store when it was measured before. */
 static ht_status evaluate(tune_ctx *c, const ht_config *cfg, ht_result *res, int *reused) {
-  char key[1024];
-  ht_config_format(c->space, cfg, key, sizeof key);
+  ht_config_format(c->space, cfg, c->config_key, sizeof c->config_key);
   char *json = ht_spec_config_json(c->spec, c->space, cfg);
-  c->key.config_key = key;
+  c->key.config_key = c->config_key;
   c->key.config_json = json ? json : "{}";
   int found = 0;
   ht_status st = c->opt->no_reuse ? HT_OK : ht_store_get_eval(c->store, &c->key, res, &found);
@@ -60,11 +61,9 @@ static ht_status evaluate(tune_ctx *c, const ht_config *cfg, ht_result *res, int
   return st;
 }
 
-static void account(tune_ctx *c, const ht_config *cfg, const ht_result *res, int reused) {
+static void account(tune_ctx *c, const ht_result *res, int reused) {
   ht_tune_progress *p = &c->progress;
   ht_tune_summary *sum = c->sum;
-  static _Thread_local char last[1024];
-  ht_config_format(c->space, cfg, last, sizeof last);
   p->done++;
   if (reused) p->reused++;
   else p->measured++;
@@ -72,12 +71,12 @@ static void account(tune_ctx *c, const ht_config *cfg, const ht_result *res, int
   else if (!sum->found || res->time_s < sum->best.time_s) {
     sum->found = 1;
     sum->best = *res;
-    snprintf(sum->best_config, sizeof sum->best_config, "%s", last);
+    snprintf(sum->best_config, sizeof sum->best_config, "%s", c->config_key);
     p->best_time_s = res->time_s;
     p->best_config = sum->best_config;
   }
   p->last = res;
-  p->last_config = last;
+  p->last_config = c->config_key;
   p->last_reused = reused;
   p->elapsed_s = ht_now() - c->t0;
   if (c->opt->progress) c->opt->progress(p, c->opt->progress_ctx);
@@ -92,13 +91,12 @@ static int out_of_budget(const tune_ctx *c) {
 
 static ht_status loop(tune_ctx *c, const ht_strategy_ops *ops, void *state) {
   ht_config cfg;
-  static _Thread_local ht_result res; /* large: keep it off the stack */
   while (!out_of_budget(c) && ops->ask(state, &cfg, 1) == 1) {
     int reused = 0;
-    ht_status st = evaluate(c, &cfg, &res, &reused);
+    ht_status st = evaluate(c, &cfg, &c->result, &reused);
     if (st) return st;
-    ops->tell(state, &cfg, &res);
-    account(c, &cfg, &res, reused);
+    ops->tell(state, &cfg, &c->result);
+    account(c, &c->result, reused);
   }
   return HT_OK;
 }
