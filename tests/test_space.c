@@ -482,13 +482,58 @@ static void test_t1_bad(void **state) {
   expect_t1_error("[1, 2]", "object");
 }
 
+/* A filter (replay's "was recorded") composes with constraints in count, get, sample, is_valid and
+ * neighbours. */
+static int every_third(const ht_config *c, void *ctx) {
+  (*(int *)ctx)++;
+  return (c->idx[0] + 2 * c->idx[1] + c->idx[2]) % 3 == 0;
+}
+
+static void test_filter(void **state) {
+  (void)state;
+  ht_space *s = new_space();
+  int64_t v[] = {1, 2, 3, 4, 5, 6, 7, 8};
+  add_ints(s, "a", v, 8);
+  add_ints(s, "b", v, 8);
+  add_ints(s, "c", v, 8);
+  add_constraint(s, "a + b > 4");
+  int calls = 0;
+  uint64_t unfiltered = count_of(s);
+  assert_int_equal(ht_space_set_filter(s, every_third, &calls), HT_OK);
+  int want = 0;
+  ht_config c = {.n = 3};
+  for (c.idx[0] = 0; c.idx[0] < 8; c.idx[0]++)
+    for (c.idx[1] = 0; c.idx[1] < 8; c.idx[1]++)
+      for (c.idx[2] = 0; c.idx[2] < 8; c.idx[2]++)
+        if (c.idx[0] + c.idx[1] + 2 > 4 && (c.idx[0] + 2 * c.idx[1] + c.idx[2]) % 3 == 0) want++;
+  assert_int_equal(count_of(s), (uint64_t)want);
+  assert_true(calls > 0);
+  for (uint64_t k = 0; k < (uint64_t)want; k++) {
+    assert_int_equal(ht_space_get(s, k, &c), HT_OK);
+    assert_true(ht_space_is_valid(s, &c));
+  }
+  ht_rng rng;
+  ht_rng_seed(&rng, 3);
+  ht_config out[64];
+  int got = 0;
+  assert_int_equal(ht_space_sample(s, &rng, 64, out, &got), HT_OK);
+  assert_int_equal(got, 64);
+  for (int k = 0; k < got; k++) assert_true(ht_space_is_valid(s, &out[k]));
+  int n = 0;
+  assert_int_equal(ht_space_neighbours(s, &out[0], HT_NEIGH_HAMMING, out + 1, 63, &n), HT_OK);
+  for (int k = 1; k <= n; k++) assert_true(ht_space_is_valid(s, &out[k]));
+  assert_int_equal(ht_space_set_filter(s, NULL, NULL), HT_OK);
+  assert_int_equal(count_of(s), unfiltered);
+  ht_space_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_build_errors),   cmocka_unit_test(test_random_spaces_vs_brute_force),
     cmocka_unit_test(test_big_space_count), cmocka_unit_test(test_sampling),
     cmocka_unit_test(test_zero_and_one_valid), cmocka_unit_test(test_neighbours),
     cmocka_unit_test(test_format_parse),   cmocka_unit_test(test_t1_good),
-    cmocka_unit_test(test_t1_bad),
+    cmocka_unit_test(test_t1_bad),         cmocka_unit_test(test_filter),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

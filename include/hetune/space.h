@@ -42,6 +42,11 @@ ht_status ht_space_set_constant(ht_space *s, const char *name, ht_value v);
 /* Adds a constraint; compiled now. Unknown names or syntax errors -> HT_ERR_PARSE with column. */
 ht_status ht_space_add_constraint(ht_space *s, const char *expr_text);
 
+/* A whole-config filter checked after the constraints, e.g. "this config was recorded" when a
+ * strategy replays a recorded space. ctx must outlive the space. NULL removes the filter. */
+typedef int (*ht_space_filter_fn)(const ht_config *c, void *ctx);
+ht_status ht_space_set_filter(ht_space *s, ht_space_filter_fn fn, void *ctx);
+
 int ht_space_param_count(const ht_space *s);
 const char *ht_space_param_name(const ht_space *s, int p);
 int ht_space_param_index(const ht_space *s, const char *name); /* -1 if absent */

@@ -267,6 +267,14 @@ ht_status ht_space_add_constraint(ht_space *s, const char *expr_text) {
   return HT_OK;
 }
 
+ht_status ht_space_set_filter(ht_space *s, ht_space_filter_fn fn, void *ctx) {
+  if (!s) return ht_error(HT_ERR_INVALID, "ht_space_set_filter: space is NULL");
+  s->filter = fn;
+  s->filter_ctx = ctx;
+  invalidate(s);
+  return HT_OK;
+}
+
 int ht_space_param_count(const ht_space *s) { return s ? s->n_params : 0; }
 const char *ht_space_param_name(const ht_space *s, int p) {
   return s && p >= 0 && p < s->n_params ? s->params[p].name : NULL;
@@ -321,6 +329,7 @@ ht_status ht_space_plan(ht_space *s) {
       if (s->cons[c].level == p) s->by_level[k++] = s->cons[c].e;
     if (k > s->level_start[p]) s->tail_free = p + 1;
   }
+  if (s->filter) s->tail_free = s->n_params + 1; /* counting must reach every complete config */
   s->level_start[s->n_params] = k;
   s->planned = 1;
   return HT_OK;
@@ -343,7 +352,7 @@ int ht_space_is_valid(ht_space *s, const ht_config *c) {
   }
   for (int p = 0; p < s->n_params; p++)
     if (!ht_space_check_level(s, p, s->vars)) return 0;
-  return 1;
+  return ht_space_filter_ok(s, c);
 }
 
 /* ---- enumeration ---- */
@@ -387,6 +396,7 @@ static void walk_tree(ht_space *s, walk *w, ht_value *vars) {
       continue;
     }
     if (p == P - 1) {
+      if (!ht_space_filter_ok(s, &c)) continue;
       w->count++;
       if (w->fn && w->fn(&c, w->ctx)) {
         w->stopped = 1;

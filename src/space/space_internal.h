@@ -29,6 +29,8 @@ struct ht_space {
   int n_consts, cap_consts;
   ht_constraint *cons;
   int n_cons, cap_cons;
+  ht_space_filter_fn filter; /* checked on complete configs, after the constraints */
+  void *filter_ctx;
 
   /* The plan: constraints grouped by level, rebuilt when the space changes. */
   int planned;
@@ -51,6 +53,10 @@ struct ht_space {
 ht_status ht_space_plan(ht_space *s);
 /* Checks the constraints of one level with vars bound up to that level. */
 int ht_space_check_level(const ht_space *s, int level, const ht_value *vars);
+/* The filter (if any) accepts the complete config c. */
+static inline int ht_space_filter_ok(const ht_space *s, const ht_config *c) {
+  return !s->filter || s->filter(c, s->filter_ctx);
+}
 /* Materialises the valid list (no-op when done). */
 ht_status ht_space_materialise(ht_space *s);
 void ht_space_list_get(const ht_space *s, uint64_t i, ht_config *out);

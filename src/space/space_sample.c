@@ -42,7 +42,7 @@ static int draw(ht_space *s, ht_rng *rng, ht_value *vars, ht_config *c) {
     vars[p] = s->params[p].values[c->idx[p]];
     if (!ht_space_check_level(s, p, vars)) return 0;
   }
-  return 1;
+  return ht_space_filter_ok(s, c);
 }
 
 typedef struct rejection {

@@ -1,0 +1,30 @@
+/* Helpers shared by the search strategies (internal). */
+#ifndef HETUNE_STRATEGY_UTIL_H
+#define HETUNE_STRATEGY_UTIL_H
+
+#include <math.h>
+
+#include "hetune/tune.h"
+
+/* A set of configs (open addressing on ht_config_hash, full compare on collision). */
+typedef struct ht_config_set {
+  ht_config *slot;
+  uint8_t *used;
+  uint64_t cap, n;
+} ht_config_set;
+
+void ht_config_set_init(ht_config_set *s);
+void ht_config_set_free(ht_config_set *s);
+int ht_config_set_has(const ht_config_set *s, const ht_config *c);
+/* 1 when c was added, 0 when already there, -1 when out of memory. */
+int ht_config_set_add(ht_config_set *s, const ht_config *c);
+
+/* The value a strategy minimises: the median time of a successful evaluation, +inf otherwise. */
+static inline double ht_objective(const ht_result *r) {
+  return r->status == HT_EVAL_OK && isfinite(r->time_s) ? r->time_s : INFINITY;
+}
+
+/* Up to max valid configs not in `asked`, drawn uniformly from the space. Returns how many. */
+int ht_sample_unasked(ht_space *space, ht_rng *rng, const ht_config_set *asked, ht_config *out, int max);
+
+#endif

@@ -1,0 +1,165 @@
+/* Every registered strategy, driven through ask/tell against synthetic objectives (no device):
+ * it asks only valid configs, never one twice, is reproducible from its seed, covers a space
+ * smaller than the budget, and survives tiny, all-failing, empty and huge spaces. Search quality is
+ * measured by `hetune strategy-bench`, not here. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetune/tune.h"
+
+/* A smooth bowl over the value indices with ripples; configs with (i0 + i1) % 7 == 3 fail. */
+static double objective(const ht_config *c, int fail_all) {
+  if (fail_all || (c->idx[0] + c->idx[1]) % 7 == 3) return INFINITY;
+  double v = 1e-3;
+  for (int p = 0; p < c->n; p++) {
+    double d = c->idx[p] - 2.5 - 0.5 * p;
+    v += 1e-4 * (d * d + 2.0 * sin(1.7 * c->idx[p] + p));
+  }
+  return v > 1e-5 ? v : 1e-5;
+}
+
+static void make_result(double t, ht_result *r) {
+  ht_result_init(r);
+  if (isinf(t)) {
+    r->status = HT_EVAL_RUNTIME;
+    return;
+  }
+  r->status = HT_EVAL_OK;
+  r->n_samples = 1;
+  r->samples[0] = t;
+  ht_result_summarise(r);
+  r->wall_s = t + 0.1;
+}
+
+typedef struct run_log {
+  ht_config *asked;
+  int n;
+} run_log;
+
+/* Runs ops to `budget` evaluations (asking `batch` at a time); checks validity and uniqueness of
+ * every ask. Returns the number evaluated. */
+static int drive(const ht_strategy_ops *ops, ht_space *s, uint64_t seed, int budget, int batch, int fail_all,
+                 run_log *log) {
+  ht_options *o = NULL;
+  assert_int_equal(ht_options_parse("", &o), HT_OK);
+  void *st = NULL;
+  if (ops->init(&st, s, o, seed)) fail_msg("%s: init: %s", ops->name, ht_last_error());
+  ht_config *cfg = malloc(sizeof(ht_config) * (size_t)batch);
+  int done = 0;
+  while (done < budget) {
+    int want = batch < budget - done ? batch : budget - done;
+    int n = ops->ask(st, cfg, want);
+    assert_true(n >= 0 && n <= want);
+    if (n == 0) break;
+    for (int k = 0; k < n; k++) {
+      if (!ht_space_is_valid(s, &cfg[k])) fail_msg("%s asked an invalid config", ops->name);
+      for (int j = 0; j < done; j++)
+        if (ht_config_equal(&log->asked[j], &cfg[k])) fail_msg("%s asked a config twice (ask %d)", ops->name, done);
+      log->asked[done++] = cfg[k];
+    }
+    for (int k = 0; k < n; k++) {
+      ht_result r;
+      make_result(objective(&cfg[k], fail_all), &r);
+      ops->tell(st, &cfg[k], &r);
+    }
+  }
+  log->n = done;
+  free(cfg);
+  ops->destroy(st);
+  ht_options_destroy(o);
+  return done;
+}
+
+static ht_space *grid(int params, int values, const char *constraint) {
+  ht_space *s;
+  assert_int_equal(ht_space_create(&s), HT_OK);
+  char name[8];
+  for (int p = 0; p < params; p++) {
+    snprintf(name, sizeof name, "p%d", p);
+    assert_int_equal(ht_space_add_param_range(s, name, 1, values, 1), HT_OK);
+  }
+  if (constraint) assert_int_equal(ht_space_add_constraint(s, constraint), HT_OK);
+  return s;
+}
+
+static int trace_equal(const run_log *a, const run_log *b) {
+  if (a->n != b->n) return 0;
+  for (int i = 0; i < a->n; i++)
+    if (!ht_config_equal(&a->asked[i], &b->asked[i])) return 0;
+  return 1;
+}
+
+static void test_valid_unique_reproducible(void **state) {
+  (void)state;
+  /* 6 parameters of 6 values with two pruning constraints: a few thousand valid configs. */
+  ht_space *s = grid(6, 6, "p0 * p1 <= 18 && (p2 + p3) % 2 == 0");
+  run_log a = {calloc(300, sizeof(ht_config)), 0}, b = {calloc(300, sizeof(ht_config)), 0};
+  for (int i = 0; i < ht_strategy_count(); i++) {
+    const ht_strategy_ops *ops = ht_strategy_at(i);
+    assert_int_equal(drive(ops, s, 11, 150, 1, 0, &a), 150);
+    assert_int_equal(drive(ops, s, 11, 150, 1, 0, &b), 150);
+    if (!trace_equal(&a, &b)) fail_msg("%s: the same seed gave different asks", ops->name);
+    assert_int_equal(drive(ops, s, 12, 100, 4, 0, &b), 100); /* batched asks */
+  }
+  free(a.asked);
+  free(b.asked);
+  ht_space_destroy(s);
+}
+
+/* Budget larger than the space, all configs failing, one valid config, none. */
+static void test_small_and_degenerate_spaces(void **state) {
+  (void)state;
+  ht_space *small = grid(3, 4, "p0 + p1 + p2 <= 7");     /* 20 valid */
+  ht_space *one = grid(3, 4, "p0 == 2 && p1 == 3 && p2 == 1");
+  ht_space *none = grid(3, 4, "p0 > 9");
+  uint64_t n_small;
+  assert_int_equal(ht_space_count(small, &n_small), HT_OK);
+  run_log log = {calloc(200, sizeof(ht_config)), 0};
+  for (int i = 0; i < ht_strategy_count(); i++) {
+    const ht_strategy_ops *ops = ht_strategy_at(i);
+    if (drive(ops, small, 5, 100, 1, 0, &log) != (int)n_small) fail_msg("%s did not cover a small space", ops->name);
+    if (drive(ops, small, 5, 100, 3, 1, &log) != (int)n_small)
+      fail_msg("%s did not cover a space where everything fails", ops->name);
+    assert_int_equal(drive(ops, one, 5, 10, 1, 0, &log), 1);
+    assert_int_equal(drive(ops, one, 5, 10, 1, 1, &log), 1);
+    assert_int_equal(drive(ops, none, 5, 10, 1, 0, &log), 0);
+  }
+  free(log.asked);
+  ht_space_destroy(small);
+  ht_space_destroy(one);
+  ht_space_destroy(none);
+}
+
+/* 10^7 valid configs: no strategy may list or enumerate the space to make progress. */
+static void test_huge_space(void **state) {
+  (void)state;
+  ht_space *s = grid(7, 10, "p0 + p1 >= 2"); /* every config satisfies it, but it must be checked */
+  uint64_t n;
+  assert_int_equal(ht_space_count(s, &n), HT_OK);
+  assert_int_equal(n, 10000000);
+  run_log log = {calloc(100, sizeof(ht_config)), 0};
+  for (int i = 0; i < ht_strategy_count(); i++) {
+    const ht_strategy_ops *ops = ht_strategy_at(i);
+    if (strcmp(ops->name, "brute_force") == 0) continue; /* lists in order by design */
+    assert_int_equal(drive(ops, s, 9, 80, 2, 0, &log), 80);
+  }
+  free(log.asked);
+  ht_space_destroy(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_valid_unique_reproducible),
+    cmocka_unit_test(test_small_and_degenerate_spaces),
+    cmocka_unit_test(test_huge_space),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
