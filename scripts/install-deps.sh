@@ -10,6 +10,7 @@ PACKAGES="build-essential cmake pkg-config git
   libjansson-dev
   libffi-dev
   libopenblas-dev liblapacke-dev
+  libxgboost-dev
   libhwloc-dev"
 
 missing=""
