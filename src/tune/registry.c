@@ -4,10 +4,12 @@
 #include "hetune/tune.h"
 
 extern const ht_strategy_ops ht_strategy_brute_force;
+extern const ht_strategy_ops ht_strategy_model_guided;
 extern const ht_strategy_ops ht_strategy_random;
 
 static const ht_strategy_ops *const strategies[] = {
   &ht_strategy_brute_force,
+  &ht_strategy_model_guided,
   &ht_strategy_random,
 };
 
