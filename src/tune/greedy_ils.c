@@ -1,0 +1,290 @@
+/* greedy_ils: greedy iterated local search, after Kernel Tuner's greedy_ils (multi-start local
+ * search with perturbation).
+ *
+ * Algorithm
+ *  1. Start from a random valid config that was never asked.
+ *  2. First-improvement hill climbing: the valid neighbours of the current config are visited in a
+ *     random order; the first one that is better than the current config becomes current and the
+ *     visit starts again from its neighbours. Neighbours whose objective is already known (told
+ *     earlier) are compared without being asked again, so a climb may pass through known configs
+ *     for free. Failed evaluations count as +inf (never better; any success beats a failed start).
+ *  3. When no neighbour is better (a local optimum), one ILS iteration ends: the current config is
+ *     perturbed by a random walk of perm_size steps over valid Hamming neighbours (asked or not)
+ *     and climbing continues from where the walk ends, whatever its objective (Kernel Tuner's
+ *     acceptance: always continue from the perturbed local optimum).
+ *  4. After `restart` consecutive iterations that did not improve the best objective seen, climbing
+ *     restarts from a fresh random unasked config.
+ *  Whenever nothing near the search is left to ask (batched asks waiting on untold results, a
+ *  neighbourhood fully asked), a random unasked config is asked instead, so ask() returns 0 only
+ *  when every valid config has been asked.
+ *
+ * Options (defaults)
+ *  neighbour=hamming   hamming: change one parameter to any other value; adjacent: to the
+ *                      previous/next value of its list; mixed: adjacent neighbours first (random
+ *                      order), then the other Hamming neighbours.
+ *  perm_size=3         random-walk steps of a perturbation (0: restart at every local optimum).
+ *  restart=10          iterations without a new best before a random restart.
+ *
+ * Reproducible from the seed and the sequence of tells. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune/strategy_util.h"
+
+/* ---- config -> objective of every told config (open addressing, full compare) ---- */
+typedef struct known_map {
+  ht_config *key;
+  double *val;
+  uint8_t *used;
+  uint64_t cap, n;
+} known_map;
+
+static uint64_t km_slot(const known_map *m, const ht_config *c) {
+  uint64_t i = ht_config_hash(c) & (m->cap - 1);
+  while (m->used[i] && !ht_config_equal(&m->key[i], c)) i = (i + 1) & (m->cap - 1);
+  return i;
+}
+
+static const double *km_get(const known_map *m, const ht_config *c) {
+  if (!m->cap) return NULL;
+  uint64_t i = km_slot(m, c);
+  return m->used[i] ? &m->val[i] : NULL;
+}
+
+static void km_free(known_map *m) {
+  free(m->key);
+  free(m->val);
+  free(m->used);
+  memset(m, 0, sizeof *m);
+}
+
+static int km_put(known_map *m, const ht_config *c, double v) {
+  if (2 * (m->n + 1) > m->cap) {
+    uint64_t cap = m->cap ? 2 * m->cap : 256;
+    known_map t = {malloc(cap * sizeof(ht_config)), malloc(cap * sizeof(double)), calloc(cap, 1), cap, 0};
+    if (!t.key || !t.val || !t.used) {
+      km_free(&t);
+      return 0;
+    }
+    for (uint64_t i = 0; i < m->cap; i++)
+      if (m->used[i]) {
+        uint64_t j = km_slot(&t, &m->key[i]);
+        t.key[j] = m->key[i];
+        t.val[j] = m->val[i];
+        t.used[j] = 1;
+        t.n++;
+      }
+    km_free(m);
+    *m = t;
+  }
+  uint64_t i = km_slot(m, c);
+  if (!m->used[i]) {
+    m->key[i] = *c;
+    m->used[i] = 1;
+    m->n++;
+  }
+  m->val[i] = v;
+  return 1;
+}
+
+/* ---- the strategy ---- */
+enum { NB_HAMMING, NB_ADJACENT, NB_MIXED };
+
+typedef struct ils_state {
+  ht_space *space;
+  ht_rng rng;
+  int kind, perm_size, restart;
+  ht_config_set asked;
+  known_map known;
+  ht_config *nb, *walk; /* neighbours of cur (shuffled), scratch for the random walk */
+  int nb_cap, nb_n, nb_pos;
+  ht_config cur, await;
+  double fcur, best;
+  int have_cur, awaiting, improved, stall;
+} ils_state;
+
+static void shuffle(ht_rng *rng, ht_config *a, int n) {
+  for (int k = n - 1; k > 0; k--) {
+    int j = (int)ht_rng_below(rng, (uint64_t)k + 1);
+    ht_config t = a[k];
+    a[k] = a[j];
+    a[j] = t;
+  }
+}
+
+static int changed_param(const ht_config *a, const ht_config *b) {
+  for (int p = 0; p < a->n; p++)
+    if (a->idx[p] != b->idx[p]) return p;
+  return -1;
+}
+
+static int distance(const ht_config *a, const ht_config *b) { /* Hamming distance */
+  int d = 0;
+  for (int p = 0; p < a->n; p++) d += a->idx[p] != b->idx[p];
+  return d;
+}
+
+/* Makes c current and lists its neighbours in visiting order. */
+static void set_current(ils_state *s, const ht_config *c, double f) {
+  s->cur = *c;
+  s->fcur = f;
+  s->have_cur = 1;
+  s->nb_n = s->nb_pos = 0;
+  ht_neighbour_kind k = s->kind == NB_ADJACENT ? HT_NEIGH_ADJACENT : HT_NEIGH_HAMMING;
+  if (ht_space_neighbours(s->space, &s->cur, k, s->nb, s->nb_cap, &s->nb_n)) s->nb_n = 0;
+  if (s->kind != NB_MIXED) {
+    shuffle(&s->rng, s->nb, s->nb_n);
+    return;
+  }
+  int a = 0; /* adjacent ones to the front, then each part shuffled */
+  for (int i = 0; i < s->nb_n; i++) {
+    int p = changed_param(&s->nb[i], &s->cur);
+    if (abs(s->nb[i].idx[p] - s->cur.idx[p]) == 1) {
+      ht_config t = s->nb[a];
+      s->nb[a++] = s->nb[i];
+      s->nb[i] = t;
+    }
+  }
+  shuffle(&s->rng, s->nb, a);
+  shuffle(&s->rng, s->nb + a, s->nb_n - a);
+}
+
+static int take(ils_state *s, const ht_config *c, ht_config *out) {
+  if (ht_config_set_add(&s->asked, c) != 1) return 0;
+  *out = *c;
+  return 1;
+}
+
+static int random_unasked(ils_state *s, ht_config *out) {
+  ht_config c;
+  return ht_sample_unasked(s->space, &s->rng, &s->asked, &c, 1) == 1 && take(s, &c, out);
+}
+
+static int any_pending_neighbour(const ils_state *s) {
+  for (int i = 0; i < s->nb_n; i++)
+    if (!km_get(&s->known, &s->nb[i]) && ht_config_set_has(&s->asked, &s->nb[i])) return 1;
+  return 0;
+}
+
+/* A random walk of perm_size steps over valid Hamming neighbours. */
+static ht_config perturb(ils_state *s) {
+  ht_config x = s->cur;
+  for (int k = 0; k < s->perm_size; k++) {
+    int n = 0;
+    if (ht_space_neighbours(s->space, &x, HT_NEIGH_HAMMING, s->walk, s->nb_cap, &n) || n == 0) break;
+    x = s->walk[ht_rng_below(&s->rng, (uint64_t)n)];
+  }
+  return x;
+}
+
+static int next_config(ils_state *s, ht_config *out) {
+  for (;;) {
+    if (!s->have_cur) {
+      if (s->awaiting) return random_unasked(s, out); /* batched: the start is not told yet */
+      if (!random_unasked(s, out)) return 0;
+      s->await = *out;
+      s->awaiting = 1;
+      s->improved = 0;
+      return 1;
+    }
+    while (s->nb_pos < s->nb_n) {
+      ht_config c = s->nb[s->nb_pos++];
+      const double *v = km_get(&s->known, &c);
+      if (v) {
+        if (*v < s->fcur) set_current(s, &c, *v); /* a known better neighbour: move for free */
+        continue;
+      }
+      if (!ht_config_set_has(&s->asked, &c)) return take(s, &c, out);
+    }
+    if (any_pending_neighbour(s)) return random_unasked(s, out); /* batched: climb waits on tells */
+    /* A local optimum: one ILS iteration done. */
+    s->stall = s->improved ? 0 : s->stall + 1;
+    s->improved = 0;
+    if (s->stall >= s->restart) {
+      s->stall = 0;
+      s->have_cur = 0;
+      continue;
+    }
+    ht_config x = perturb(s);
+    const double *v = km_get(&s->known, &x);
+    if (v) {
+      set_current(s, &x, *v);
+      continue;
+    }
+    s->have_cur = 0;
+    if (ht_config_set_has(&s->asked, &x)) continue; /* asked, not told (batched): restart instead */
+    if (!take(s, &x, out)) return 0;
+    s->await = x;
+    s->awaiting = 1;
+    return 1;
+  }
+}
+
+static ht_status ils_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
+  const char *nb = ht_options_str(opt, "neighbour", "hamming");
+  int64_t perm = ht_options_int(opt, "perm_size", 3), restart = ht_options_int(opt, "restart", 10);
+  int kind = strcmp(nb, "hamming") == 0 ? NB_HAMMING : strcmp(nb, "adjacent") == 0 ? NB_ADJACENT
+           : strcmp(nb, "mixed") == 0   ? NB_MIXED
+                                        : -1;
+  if (kind < 0) return ht_error(HT_ERR_INVALID, "greedy_ils: neighbour must be hamming, adjacent or mixed, not '%s'", nb);
+  if (perm < 0 || perm > 1000) return ht_error(HT_ERR_INVALID, "greedy_ils: perm_size must be in 0..1000");
+  if (restart < 1 || restart > 1000000) return ht_error(HT_ERR_INVALID, "greedy_ils: restart must be in 1..1000000");
+  ils_state *s = calloc(1, sizeof *s);
+  if (!s) return ht_error(HT_ERR_NOMEM, "out of memory");
+  s->space = space;
+  ht_rng_seed(&s->rng, seed);
+  s->kind = kind;
+  s->perm_size = (int)perm;
+  s->restart = (int)restart;
+  s->best = INFINITY;
+  ht_config_set_init(&s->asked);
+  s->nb_cap = 2 * ht_space_param_count(space) + 1;
+  for (int p = 0; p < ht_space_param_count(space); p++) s->nb_cap += ht_space_value_count(space, p);
+  s->nb = malloc(sizeof(ht_config) * (size_t)s->nb_cap);
+  s->walk = malloc(sizeof(ht_config) * (size_t)s->nb_cap);
+  if (!s->nb || !s->walk) {
+    free(s->nb);
+    free(s->walk);
+    free(s);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  *state = s;
+  return HT_OK;
+}
+
+static int ils_ask(void *state, ht_config *out, int max) {
+  ils_state *s = state;
+  int n = 0;
+  while (n < max && next_config(s, &out[n])) n++;
+  return n;
+}
+
+static void ils_tell(void *state, const ht_config *cfg, const ht_result *r) {
+  ils_state *s = state;
+  double f = ht_objective(r);
+  km_put(&s->known, cfg, f);
+  if (f < s->best) {
+    s->best = f;
+    s->improved = 1;
+  }
+  if (s->awaiting && ht_config_equal(cfg, &s->await)) {
+    s->awaiting = 0;
+    set_current(s, cfg, f);
+  } else if (s->have_cur && f < s->fcur) {
+    if (distance(cfg, &s->cur) == 1) set_current(s, cfg, f); /* a better neighbour */
+  }
+}
+
+static void ils_destroy(void *state) {
+  ils_state *s = state;
+  ht_config_set_free(&s->asked);
+  km_free(&s->known);
+  free(s->nb);
+  free(s->walk);
+  free(s);
+}
+
+const ht_strategy_ops ht_strategy_greedy_ils = {
+  "greedy_ils", "iterated first-improvement local search with random-walk perturbation and restarts",
+  ils_init, ils_ask, ils_tell, ils_destroy};

@@ -1,0 +1,272 @@
+/* simulated_annealing: simulated annealing over the valid neighbours of a config.
+ *
+ * Algorithm
+ *  - Start from a random valid unasked config (again, while starts fail).
+ *  - Each ask proposes a random valid neighbour of the current config that was never asked.
+ *  - When a proposal is told, Metropolis acceptance on the relative difference: a better (or equal)
+ *    proposal is always accepted, a worse one with probability exp(-(f_new - f_cur) / (T * f_cur)),
+ *    so "10% slower" means the same at every time scale. Failed evaluations (+inf) are never
+ *    accepted.
+ *  - Geometric cooling: T = T0 * alpha^k after k tells (the cooling counts evaluations, since the
+ *    budget is not known to a strategy).
+ *  - When every neighbour of the current config was asked, the search moves to the best known
+ *    neighbour (not back to where it came from) without asking anything; after `walk` such moves
+ *    in a row it restarts from a random unasked config.
+ *  - Reheat: after `stall` tells without a new best, T goes back to T0 and the search continues
+ *    from the best config found; when the previous reheat found nothing better either, it restarts
+ *    from a random unasked config instead.
+ *  Whenever nothing near the search is left to ask (batched asks waiting on untold results), a
+ *  random unasked config is asked instead, so ask() returns 0 only when every valid config has
+ *  been asked.
+ *
+ * Options (defaults)
+ *  T0=0.5          start temperature (relative: at T=0.5 a 10% worse proposal is accepted with
+ *                  probability exp(-0.2) = 0.82).
+ *  alpha=0.98      cooling factor per evaluation (T halves every ~35 evaluations).
+ *  stall=40        tells without a new best before reheating.
+ *  walk=8          consecutive moves over fully asked neighbourhoods before a random restart.
+ *  neighbour=hamming  proposals change one parameter to any other value (hamming) or to the
+ *                  previous/next value of its list (adjacent).
+ *
+ * Reproducible from the seed and the sequence of tells. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune/strategy_util.h"
+
+/* ---- config -> objective of every told config (open addressing, full compare) ---- */
+typedef struct known_map {
+  ht_config *key;
+  double *val;
+  uint8_t *used;
+  uint64_t cap, n;
+} known_map;
+
+static uint64_t km_slot(const known_map *m, const ht_config *c) {
+  uint64_t i = ht_config_hash(c) & (m->cap - 1);
+  while (m->used[i] && !ht_config_equal(&m->key[i], c)) i = (i + 1) & (m->cap - 1);
+  return i;
+}
+
+static const double *km_get(const known_map *m, const ht_config *c) {
+  if (!m->cap) return NULL;
+  uint64_t i = km_slot(m, c);
+  return m->used[i] ? &m->val[i] : NULL;
+}
+
+static void km_free(known_map *m) {
+  free(m->key);
+  free(m->val);
+  free(m->used);
+  memset(m, 0, sizeof *m);
+}
+
+static int km_put(known_map *m, const ht_config *c, double v) {
+  if (2 * (m->n + 1) > m->cap) {
+    uint64_t cap = m->cap ? 2 * m->cap : 256;
+    known_map t = {malloc(cap * sizeof(ht_config)), malloc(cap * sizeof(double)), calloc(cap, 1), cap, 0};
+    if (!t.key || !t.val || !t.used) {
+      km_free(&t);
+      return 0;
+    }
+    for (uint64_t i = 0; i < m->cap; i++)
+      if (m->used[i]) {
+        uint64_t j = km_slot(&t, &m->key[i]);
+        t.key[j] = m->key[i];
+        t.val[j] = m->val[i];
+        t.used[j] = 1;
+        t.n++;
+      }
+    km_free(m);
+    *m = t;
+  }
+  uint64_t i = km_slot(m, c);
+  if (!m->used[i]) {
+    m->key[i] = *c;
+    m->used[i] = 1;
+    m->n++;
+  }
+  m->val[i] = v;
+  return 1;
+}
+
+/* ---- the strategy ---- */
+typedef struct sa_state {
+  ht_space *space;
+  ht_rng rng;
+  double T0, alpha, T;
+  int stall, walk;
+  ht_neighbour_kind kind;
+  ht_config_set asked;
+  known_map known;
+  ht_config *nb; /* valid neighbours of cur */
+  int *pick;     /* scratch: indices of unasked neighbours */
+  int nb_cap, nb_n;
+  ht_config cur, prev, await, best_cfg;
+  double fcur, best;
+  int have_cur, have_prev, awaiting, have_best, since_best, moves, failed_reheats;
+} sa_state;
+
+static int distance(const ht_config *a, const ht_config *b) { /* Hamming distance */
+  int d = 0;
+  for (int p = 0; p < a->n; p++) d += a->idx[p] != b->idx[p];
+  return d;
+}
+
+static void set_current(sa_state *s, const ht_config *c, double f) {
+  if (s->have_cur) {
+    s->prev = s->cur;
+    s->have_prev = 1;
+  }
+  s->cur = *c;
+  s->fcur = f;
+  s->have_cur = 1;
+  if (ht_space_neighbours(s->space, &s->cur, s->kind, s->nb, s->nb_cap, &s->nb_n)) s->nb_n = 0;
+}
+
+static int take(sa_state *s, const ht_config *c, ht_config *out) {
+  if (ht_config_set_add(&s->asked, c) != 1) return 0;
+  *out = *c;
+  return 1;
+}
+
+static int random_unasked(sa_state *s, ht_config *out) {
+  ht_config c;
+  return ht_sample_unasked(s->space, &s->rng, &s->asked, &c, 1) == 1 && take(s, &c, out);
+}
+
+/* Moves to the best known, successful neighbour other than the one we came from. 0 if none. */
+static int move_known(sa_state *s) {
+  int bi = -1;
+  double bf = INFINITY;
+  for (int i = 0; i < s->nb_n; i++) {
+    const double *v = km_get(&s->known, &s->nb[i]);
+    if (v && *v < bf && !(s->have_prev && ht_config_equal(&s->nb[i], &s->prev))) {
+      bf = *v;
+      bi = i;
+    }
+  }
+  if (bi < 0) return 0;
+  ht_config c = s->nb[bi];
+  set_current(s, &c, bf);
+  return 1;
+}
+
+static int next_config(sa_state *s, ht_config *out) {
+  for (;;) {
+    if (!s->have_cur) {
+      if (s->awaiting) return random_unasked(s, out); /* batched: the start is not told yet */
+      if (!random_unasked(s, out)) return 0;
+      s->await = *out;
+      s->awaiting = 1;
+      s->moves = 0;
+      return 1;
+    }
+    int n = 0, pending = 0;
+    for (int i = 0; i < s->nb_n; i++) {
+      if (!ht_config_set_has(&s->asked, &s->nb[i])) s->pick[n++] = i;
+      else if (!km_get(&s->known, &s->nb[i])) pending = 1;
+    }
+    if (n > 0) {
+      ht_config c = s->nb[s->pick[ht_rng_below(&s->rng, (uint64_t)n)]];
+      return take(s, &c, out);
+    }
+    if (pending) return random_unasked(s, out); /* batched: wait for the neighbours' results */
+    if (++s->moves > s->walk || !move_known(s)) s->have_cur = s->have_prev = 0; /* restart */
+  }
+}
+
+static ht_status sa_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
+  double T0 = ht_options_double(opt, "T0", 0.5), alpha = ht_options_double(opt, "alpha", 0.98);
+  int64_t stall = ht_options_int(opt, "stall", 40), walk = ht_options_int(opt, "walk", 8);
+  const char *nb = ht_options_str(opt, "neighbour", "hamming");
+  if (!(T0 > 0) || !isfinite(T0)) return ht_error(HT_ERR_INVALID, "simulated_annealing: T0 must be > 0");
+  if (!(alpha > 0 && alpha <= 1)) return ht_error(HT_ERR_INVALID, "simulated_annealing: alpha must be in (0, 1]");
+  if (stall < 1 || stall > 100000000) return ht_error(HT_ERR_INVALID, "simulated_annealing: stall must be >= 1");
+  if (walk < 0 || walk > 1000000) return ht_error(HT_ERR_INVALID, "simulated_annealing: walk must be >= 0");
+  if (strcmp(nb, "hamming") != 0 && strcmp(nb, "adjacent") != 0)
+    return ht_error(HT_ERR_INVALID, "simulated_annealing: neighbour must be hamming or adjacent, not '%s'", nb);
+  sa_state *s = calloc(1, sizeof *s);
+  if (!s) return ht_error(HT_ERR_NOMEM, "out of memory");
+  s->space = space;
+  ht_rng_seed(&s->rng, seed);
+  s->T0 = s->T = T0;
+  s->alpha = alpha;
+  s->stall = (int)stall;
+  s->walk = (int)walk;
+  s->kind = strcmp(nb, "adjacent") == 0 ? HT_NEIGH_ADJACENT : HT_NEIGH_HAMMING;
+  s->best = INFINITY;
+  ht_config_set_init(&s->asked);
+  s->nb_cap = 2 * ht_space_param_count(space) + 1;
+  for (int p = 0; p < ht_space_param_count(space); p++) s->nb_cap += ht_space_value_count(space, p);
+  s->nb = malloc(sizeof(ht_config) * (size_t)s->nb_cap);
+  s->pick = malloc(sizeof(int) * (size_t)s->nb_cap);
+  if (!s->nb || !s->pick) {
+    free(s->nb);
+    free(s->pick);
+    free(s);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  *state = s;
+  return HT_OK;
+}
+
+static int sa_ask(void *state, ht_config *out, int max) {
+  sa_state *s = state;
+  int n = 0;
+  while (n < max && next_config(s, &out[n])) n++;
+  return n;
+}
+
+static void sa_tell(void *state, const ht_config *cfg, const ht_result *r) {
+  sa_state *s = state;
+  double f = ht_objective(r);
+  km_put(&s->known, cfg, f);
+  s->T *= s->alpha;
+  if (f < s->best) {
+    s->best = f;
+    s->best_cfg = *cfg;
+    s->have_best = 1;
+    s->since_best = 0;
+    s->failed_reheats = 0;
+  } else {
+    s->since_best++;
+  }
+  if (s->awaiting && ht_config_equal(cfg, &s->await)) {
+    s->awaiting = 0;
+    if (isfinite(f)) set_current(s, cfg, f); /* else: restart at the next ask */
+  } else if (s->have_cur && isfinite(f) && distance(cfg, &s->cur) <= 2) {
+    int accept = f <= s->fcur;
+    if (!accept && s->fcur > 0) accept = ht_rng_uniform(&s->rng) < exp(-(f - s->fcur) / (s->T * s->fcur));
+    if (accept) {
+      set_current(s, cfg, f);
+      s->moves = 0;
+    }
+  }
+  if (s->since_best >= s->stall) { /* stuck: reheat from the best, or restart if that failed before */
+    s->since_best = 0;
+    s->T = s->T0;
+    s->have_prev = 0;
+    if (s->failed_reheats++ % 2 == 0 && s->have_best) {
+      s->have_cur = 0;
+      set_current(s, &s->best_cfg, s->best);
+    } else if (!s->awaiting) {
+      s->have_cur = 0;
+    }
+    s->moves = 0;
+  }
+}
+
+static void sa_destroy(void *state) {
+  sa_state *s = state;
+  ht_config_set_free(&s->asked);
+  km_free(&s->known);
+  free(s->nb);
+  free(s->pick);
+  free(s);
+}
+
+const ht_strategy_ops ht_strategy_simulated_annealing = {
+  "simulated_annealing", "simulated annealing on relative differences, geometric cooling, reheats and restarts",
+  sa_init, sa_ask, sa_tell, sa_destroy};
