@@ -4,6 +4,7 @@
 #include "hetune/tune.h"
 
 extern const ht_strategy_ops ht_strategy_brute_force;
+extern const ht_strategy_ops ht_strategy_genetic;
 extern const ht_strategy_ops ht_strategy_greedy_ils;
 extern const ht_strategy_ops ht_strategy_model_guided;
 extern const ht_strategy_ops ht_strategy_random;
@@ -11,6 +12,7 @@ extern const ht_strategy_ops ht_strategy_simulated_annealing;
 
 static const ht_strategy_ops *const strategies[] = {
   &ht_strategy_brute_force,
+  &ht_strategy_genetic,
   &ht_strategy_greedy_ils,
   &ht_strategy_model_guided,
   &ht_strategy_random,
