@@ -702,10 +702,10 @@ static void test_export_csv(void **state) {
   for (int r = 1; r < 4; r++) assert_int_equal(c.cols[r], c.cols[0]);
   const char *expect[] = {"eval_id", "session_id", "kernel", "device_id", "device_name", "problem", "config",
                           "TX", "status", "time_s", "mean_s", "stddev_s", "min_s", "n_samples", "compile_s",
-                          "compile_cached", "verify_s", "framework_s", "timestamp", "message", "gflops",
+                          "compile_cached", "verify_s", "framework_s", "wall_s", "timestamp", "message", "gflops",
                           "bandwidth_gbs"};
-  assert_int_equal(c.cols[0], 22);
-  for (int i = 0; i < 22; i++) assert_string_equal(c.cell[0][i], expect[i]);
+  assert_int_equal(c.cols[0], 23);
+  for (int i = 0; i < 23; i++) assert_string_equal(c.cell[0][i], expect[i]);
   assert_string_equal(c.cell[1][csv_col(&c, "config")], "TX=8");
   assert_string_equal(c.cell[3][csv_col(&c, "TX")], "16");
   assert_string_equal(c.cell[3][csv_col(&c, "status")], "compile");
@@ -722,7 +722,7 @@ static void test_export_csv(void **state) {
   text = export_text(st, NULL, 0);
   csv_parse(text, &c);
   assert_int_equal(c.rows, 4);
-  assert_int_equal(c.cols[0], 21);
+  assert_int_equal(c.cols[0], 22);
   csv_free(&c);
   free(text);
   ht_store_close(st);

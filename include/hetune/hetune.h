@@ -10,4 +10,5 @@
 #include "hetune/spec.h"
 #include "hetune/measure.h"
 #include "hetune/tune.h"
+#include "hetune/replay.h"
 #endif

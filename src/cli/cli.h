@@ -42,5 +42,19 @@ int cmd_best(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_space(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_strategy_bench(int argc, char **argv);
+
+/* A line plot with optional +- bands, written as SVG. */
+typedef struct plot_spec {
+  const char *title, *xlabel, *ylabel;
+  int n_series, n;
+  const char *const *names;
+  const double *x;              /* [n] */
+  const double *const *y;       /* [n_series][n] */
+  const double *const *band;    /* [n_series][n] half-widths, or NULL */
+  double x0, x1, y0, y1;
+} plot_spec;
+int plot_svg(const char *path, const plot_spec *p); /* 0 or -1 (errno) */
 
 #endif

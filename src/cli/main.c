@@ -18,6 +18,8 @@ static const char *usage =
   "  show [SPEC]             list tuning sessions (and a spec's best configs)\n"
   "  export --format F       export evaluations as csv or t4 (Kernel Tuner/KTT/BAT results JSON)\n"
   "  space count|sample|list SPEC   inspect a search space (hetune spec or T1 file)\n"
+  "  replay RECORD           run a strategy on a recorded space, without a device\n"
+  "  strategy-bench [RECORD...]     score every strategy on recorded spaces (Willemsen et al.)\n"
   "\n"
   "Run 'hetune COMMAND --help' for a command's options.\n";
 
@@ -140,7 +142,8 @@ int main(int argc, char **argv) {
     const char *name;
     int (*fn)(int, char **);
   } commands[] = {{"devices", cmd_devices}, {"tune", cmd_tune},     {"best", cmd_best},
-                  {"show", cmd_show},       {"export", cmd_export}, {"space", cmd_space}};
+                  {"show", cmd_show},       {"export", cmd_export}, {"space", cmd_space},
+                  {"replay", cmd_replay},   {"strategy-bench", cmd_strategy_bench}};
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;

@@ -21,7 +21,8 @@ static const char *const csv_fixed_head[] = {"eval_id", "session_id", "kernel", 
                                              "problem", "config"};
 static const char *const csv_fixed_tail[] = {"status",    "time_s",         "mean_s",   "stddev_s",
                                              "min_s",     "n_samples",      "compile_s", "compile_cached",
-                                             "verify_s",  "framework_s",    "timestamp", "message"};
+                                             "verify_s",  "framework_s",    "wall_s",    "timestamp",
+                                             "message"};
 #define N_HEAD (int)(sizeof csv_fixed_head / sizeof csv_fixed_head[0])
 #define N_TAIL (int)(sizeof csv_fixed_tail / sizeof csv_fixed_tail[0])
 
@@ -171,8 +172,8 @@ static int csv_row(const ht_eval_record *rec, void *p) {
   json_decref(cfg);
   csv_text(c->out, &first, ht_eval_status_name(r->status));
   const double t[] = {r->time_s, r->mean_s, r->stddev_s, r->min_s, (double)r->n_samples, r->compile_s,
-                      (double)r->compile_cached, r->verify_s, r->framework_s};
-  for (int i = 0; i < 9; i++) csv_num(c->out, &first, t[i]);
+                      (double)r->compile_cached, r->verify_s, r->framework_s, r->wall_s};
+  for (int i = 0; i < 10; i++) csv_num(c->out, &first, t[i]);
   hts_iso8601(r->timestamp, ts);
   csv_text(c->out, &first, ts);
   csv_text(c->out, &first, r->message);

@@ -1,0 +1,351 @@
+/* hetune replay / strategy-bench: strategies on recorded spaces, without a device. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+
+/* A recorded space from a file, or from the store (--db with --kernel). */
+static int load_record(const cli_args *a, const char *cmd, const char *path, ht_recorded **out) {
+  if (path) return ht_recorded_load(path, out) ? cli_fail(cmd) : CLI_OK;
+  const char *kernel = cli_opt(a, "kernel");
+  if (!kernel) return cli_usage_error(cmd, "expected a RECORD file, or --kernel NAME with --db FILE");
+  ht_store *st;
+  if (ht_store_open_readonly(cli_db_path(a), &st)) return cli_fail(cmd);
+  int rc = ht_recorded_from_store(st, kernel, cli_opt(a, "device"), cli_opt(a, "problem"), out) ? cli_fail(cmd) : CLI_OK;
+  ht_store_close(st);
+  return rc;
+}
+
+static void print_time(const char *label, double s) {
+  if (s < 1e-3) printf("%s%.2f us", label, s * 1e6);
+  else if (s < 1) printf("%s%.3f ms", label, s * 1e3);
+  else printf("%s%.3f s", label, s);
+}
+
+/* ---- replay ---- */
+static const char *replay_help =
+  "usage: hetune replay RECORD [options]\n"
+  "       hetune replay --db FILE --kernel NAME [--device D] [--problem P] [options]\n"
+  "\n"
+  "Runs a strategy against a recorded space (every config measured once) without a device: each\n"
+  "evaluation costs the time it took when recorded, plus the strategy's own time. RECORD is a CSV\n"
+  "written by 'hetune export --format csv' (data/spaces/*.csv), a T4 results file or a Kernel Tuner\n"
+  "cache file.\n"
+  "\n"
+  "  --strategy S      strategy (default random; see 'hetune tune --help')\n"
+  "  --options K=V,..  strategy options\n"
+  "  --budget N        evaluations at most (default: until the space is exhausted)\n"
+  "  --time S          simulated seconds at most\n"
+  "  --seed N          strategy seed (default 1)\n"
+  "  --trace           print every evaluation (time, value, best so far)\n";
+
+static int replay_options(const cli_args *a, ht_replay_options *o) {
+  long long n;
+  const char *v;
+  int rc = CLI_OK;
+  ht_replay_options_default(o);
+  if ((v = cli_opt(a, "strategy"))) o->strategy = v;
+  o->strategy_options = cli_opt(a, "options");
+  if (!rc && (v = cli_opt(a, "budget")) && !(rc = cli_integer("replay", "--budget", v, 1, &n))) o->budget_evals = n;
+  if (!rc && (v = cli_opt(a, "seed")) && !(rc = cli_integer("replay", "--seed", v, 0, &n))) o->seed = (uint64_t)n;
+  if (!rc && (v = cli_opt(a, "time"))) rc = cli_number("replay", "--time", v, 0, &o->budget_seconds);
+  return rc;
+}
+
+static void print_replay(ht_recorded *r, const ht_replay_options *o, const ht_replay_trace *t, int trace) {
+  ht_recorded_stats s;
+  ht_recorded_stats_get(r, &s);
+  if (trace)
+    for (int i = 0; i < t->n; i++)
+      printf("%d\t%.6g\t%.9g\t%.9g\n", i + 1, t->steps[i].t, t->steps[i].value, t->steps[i].best);
+  printf("replayed %s (seed %llu) on %s: %d of %llu configs, %.1f s simulated\n", o->strategy,
+         (unsigned long long)o->seed, ht_recorded_name(r), t->n, (unsigned long long)s.n,
+         t->n ? t->steps[t->n - 1].t : 0.0);
+  if (!t->found) {
+    printf("  no config succeeded\n");
+    return;
+  }
+  char cfg[1024];
+  ht_config_format(ht_recorded_space(r), &t->best_config, cfg, sizeof cfg);
+  printf("  best: %s\n", cfg);
+  print_time("  time: ", t->steps[t->n - 1].best);
+  print_time(" (optimum ", s.f_opt);
+  printf(", %.1f%% slower)\n", 100.0 * (t->steps[t->n - 1].best / s.f_opt - 1));
+  printf("  strategy time: %.3f ms per evaluation (slowest ask %.3f ms); brute force would take %.1f s\n",
+         t->n ? 1e3 * t->strategy_s / t->n : 0.0, 1e3 * t->max_ask_s, s.total_cost_s);
+}
+
+int cmd_replay(int argc, char **argv) {
+  static const char *const known[] = {"strategy", "options", "budget", "time", "seed", "trace",
+                                      "db",       "kernel",  "device", "problem", NULL};
+  static const char *const flags[] = {"trace", NULL};
+  if (cli_wants_help(argc, argv)) {
+    fputs(replay_help, stdout);
+    return CLI_OK;
+  }
+  cli_args a;
+  int rc = cli_parse(argc, argv, flags, &a);
+  if (!rc) rc = cli_check_known(&a, "replay", known);
+  if (!rc && a.n_pos > 1) rc = cli_usage_error("replay", "expected one RECORD file");
+  ht_replay_options o;
+  if (!rc) rc = replay_options(&a, &o);
+  ht_recorded *r = NULL;
+  if (!rc) rc = load_record(&a, "replay", a.n_pos ? a.pos[0] : NULL, &r);
+  if (rc) return rc;
+  ht_replay_trace t;
+  if (ht_replay(r, &o, &t)) rc = cli_fail("replay");
+  else print_replay(r, &o, &t, cli_has(&a, "trace"));
+  ht_replay_trace_free(&t);
+  ht_recorded_destroy(r);
+  return rc;
+}
+
+/* ---- strategy-bench ---- */
+static const char *bench_help =
+  "usage: hetune strategy-bench [RECORD...] [options]\n"
+  "\n"
+  "Scores strategies on recorded spaces with the methodology of Willemsen et al. (FGCS 2024):\n"
+  "the baseline is the exact expected best of random search without replacement; the time budget\n"
+  "runs from where that baseline is expected to reach f_opt + (median - f_opt)(1 - start) to where\n"
+  "it reaches f_opt + (median - f_opt)(1 - cutoff); the score is P(t) = (f(t) - f_random(t)) /\n"
+  "(f_opt - f_random(t)) averaged over that range (0 = random search, 1 = the optimum), then over\n"
+  "seeds and spaces. Time includes each evaluation's recorded compile and run time and the\n"
+  "strategy's own time. Default RECORDs: data/spaces/*.csv.\n"
+  "\n"
+  "  --strategies A,B  strategies to score (default: every one but brute_force)\n"
+  "  --seeds N         runs per strategy and space (default 20)\n"
+  "  --cutoff P        end of the budget (default 0.96)\n"
+  "  --start P         start of the budget (default 0.5)\n"
+  "  --points N        time points in the budget (default 100)\n"
+  "  --options K=V,..  options given to every strategy\n"
+  "  --plot DIR        write score curves per space and overall (SVG and tab-separated data)\n"
+  "  --no-strategy-time  leave the strategies' own time off the clock (deterministic scores)\n"
+  "  --quiet           no progress on standard error\n";
+
+typedef struct bench {
+  ht_recorded *rec[16];
+  ht_baseline base[16];
+  int n_spaces;
+  const char *strat[32];
+  int n_strat;
+  char strat_buf[1024];
+  ht_score_options so;
+  ht_score *score; /* [space][strategy] */
+  const char *plot_dir;
+  int quiet;
+} bench;
+
+static int bench_strategies(bench *b, const char *list) {
+  if (!list) {
+    for (int i = 0; i < ht_strategy_count() && b->n_strat < 32; i++)
+      if (strcmp(ht_strategy_at(i)->name, "brute_force") != 0) b->strat[b->n_strat++] = ht_strategy_at(i)->name;
+    return CLI_OK;
+  }
+  snprintf(b->strat_buf, sizeof b->strat_buf, "%s", list);
+  for (char *save = NULL, *s = strtok_r(b->strat_buf, ",", &save); s && b->n_strat < 32; s = strtok_r(NULL, ",", &save)) {
+    if (!ht_strategy_find(s)) return cli_usage_error("strategy-bench", "unknown strategy '%s'", s);
+    b->strat[b->n_strat++] = s;
+  }
+  return b->n_strat ? CLI_OK : cli_usage_error("strategy-bench", "--strategies names none");
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The .csv files of data/spaces, sorted. */
+static int default_records(bench *b) {
+  DIR *d = opendir("data/spaces");
+  char *names[16];
+  int n = 0;
+  if (!d) return cli_usage_error("strategy-bench", "no RECORD given and no data/spaces here");
+  for (struct dirent *e; (e = readdir(d)) && n < 16;) {
+    size_t len = strlen(e->d_name);
+    if (len > 4 && strcmp(e->d_name + len - 4, ".csv") == 0) {
+      names[n] = malloc(len + 13);
+      if (names[n]) snprintf(names[n++], len + 13, "data/spaces/%s", e->d_name);
+    }
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  int rc = n ? CLI_OK : cli_usage_error("strategy-bench", "no .csv files in data/spaces");
+  for (int i = 0; i < n; i++) {
+    if (!rc && ht_recorded_load(names[i], &b->rec[b->n_spaces])) rc = cli_fail("strategy-bench");
+    else if (!rc) b->n_spaces++;
+    free(names[i]);
+  }
+  return rc;
+}
+
+static int bench_parse(int argc, char **argv, bench *b) {
+  static const char *const known[] = {"strategies", "seeds", "cutoff", "start", "points", "options",
+                                      "plot",       "no-strategy-time", "quiet", NULL};
+  static const char *const flags[] = {"no-strategy-time", "quiet", NULL};
+  cli_args a;
+  int rc = cli_parse(argc, argv, flags, &a);
+  if (!rc) rc = cli_check_known(&a, "strategy-bench", known);
+  if (rc) return rc;
+  ht_score_options_default(&b->so);
+  const char *v;
+  long long n;
+  if (!rc && (v = cli_opt(&a, "seeds")) && !(rc = cli_integer("strategy-bench", "--seeds", v, 1, &n))) b->so.seeds = (int)n;
+  if (!rc && (v = cli_opt(&a, "points")) && !(rc = cli_integer("strategy-bench", "--points", v, 2, &n))) b->so.points = (int)n;
+  if (!rc && (v = cli_opt(&a, "cutoff"))) rc = cli_number("strategy-bench", "--cutoff", v, 0, &b->so.p_cutoff);
+  if (!rc && (v = cli_opt(&a, "start"))) rc = cli_number("strategy-bench", "--start", v, 0, &b->so.p_start);
+  if (!rc && (b->so.p_cutoff >= 1 || b->so.p_start >= b->so.p_cutoff))
+    rc = cli_usage_error("strategy-bench", "need 0 < --start < --cutoff < 1");
+  b->so.strategy_options = cli_opt(&a, "options");
+  b->so.charge_strategy_time = !cli_has(&a, "no-strategy-time");
+  b->plot_dir = cli_opt(&a, "plot");
+  b->quiet = cli_has(&a, "quiet");
+  if (!rc) rc = bench_strategies(b, cli_opt(&a, "strategies"));
+  if (!rc && a.n_pos == 0) rc = default_records(b);
+  for (int i = 0; !rc && i < a.n_pos; i++) {
+    if (ht_recorded_load(a.pos[i], &b->rec[b->n_spaces])) rc = cli_fail("strategy-bench");
+    else b->n_spaces++;
+  }
+  return rc;
+}
+
+static void print_space_header(const bench *b, int s) {
+  ht_recorded_stats st;
+  ht_recorded_stats_get(b->rec[s], &st);
+  const ht_baseline *bl = &b->base[s];
+  printf("\n%s: %llu configs (%llu ok), optimum %.4g ms, median %.4g ms, %.3f s per evaluation\n",
+         ht_recorded_name(b->rec[s]), (unsigned long long)st.n, (unsigned long long)st.n_ok, st.f_opt * 1e3,
+         st.f_median * 1e3, st.mean_cost_s);
+  printf("  budget %.1f s .. %.1f s (random search: %.0f .. %.0f evaluations)\n", bl->t_start, bl->t_cutoff,
+         bl->t_start / bl->mean_cost_s, bl->t_cutoff / bl->mean_cost_s);
+  printf("  %-22s %8s %8s %8s %10s %10s\n", "strategy", "score", "+-95%", "std", "evals", "overhead");
+}
+
+static void print_score_row(const char *name, const ht_score *sc) {
+  printf("  %-22s %8.3f %8.3f %8.3f %10.1f %9.3f%%\n", name, sc->mean, sc->ci95, sc->std, sc->evals_mean,
+         100 * sc->overhead_frac);
+}
+
+static int run_bench(bench *b) {
+  b->score = calloc((size_t)b->n_spaces * (size_t)b->n_strat, sizeof *b->score);
+  if (!b->score) return cli_fail("strategy-bench");
+  for (int s = 0; s < b->n_spaces; s++) {
+    if (ht_baseline_compute(b->rec[s], &b->so, &b->base[s])) return cli_fail("strategy-bench");
+    print_space_header(b, s);
+    for (int k = 0; k < b->n_strat; k++) {
+      if (!b->quiet) fprintf(stderr, "strategy-bench: %s on %s ...\n", b->strat[k], ht_recorded_name(b->rec[s]));
+      ht_score *sc = &b->score[s * b->n_strat + k];
+      if (ht_score_strategy(b->rec[s], &b->base[s], b->strat[k], &b->so, sc)) return cli_fail(b->strat[k]);
+      print_score_row(b->strat[k], sc);
+      fflush(stdout);
+    }
+  }
+  return CLI_OK;
+}
+
+/* The summary: mean over spaces, worst space, and the score per space. */
+static void print_summary(const bench *b) {
+  printf("\nscore (0 = random search, 1 = optimum), %d seeds per space, budget to cutoff %.2f\n", b->so.seeds,
+         b->so.p_cutoff);
+  printf("| strategy | mean | worst |");
+  for (int s = 0; s < b->n_spaces; s++) printf(" %s |", ht_recorded_name(b->rec[s]));
+  printf("\n|---|---|---|");
+  for (int s = 0; s < b->n_spaces; s++) printf("---|");
+  printf("\n");
+  for (int k = 0; k < b->n_strat; k++) {
+    double sum = 0, worst = INFINITY;
+    for (int s = 0; s < b->n_spaces; s++) {
+      double v = b->score[s * b->n_strat + k].mean;
+      sum += v;
+      worst = fmin(worst, v);
+    }
+    printf("| %s | %.3f | %.3f |", b->strat[k], sum / b->n_spaces, worst);
+    for (int s = 0; s < b->n_spaces; s++) {
+      const ht_score *sc = &b->score[s * b->n_strat + k];
+      printf(" %.3f ± %.3f |", sc->mean, sc->ci95);
+    }
+    printf("\n");
+  }
+}
+
+/* Curves of one space (s >= 0) or averaged over spaces (s < 0), as SVG and TSV. */
+static int write_plot(const bench *b, int s) {
+  int P = b->so.points, S = b->n_strat;
+  double *x = malloc(sizeof(double) * (size_t)P), *y = calloc((size_t)S * P, sizeof *y),
+         *band = calloc((size_t)S * P, sizeof *band);
+  const double *yp[32], *bp[32];
+  int rc = x && y && band ? 0 : -1;
+  for (int k = 0; !rc && k < S; k++) {
+    for (int j = 0; j < P; j++) {
+      int lo = s < 0 ? 0 : s, hi = s < 0 ? b->n_spaces : s + 1;
+      for (int q = lo; q < hi; q++) {
+        const ht_score *sc = &b->score[q * S + k];
+        y[k * P + j] += sc->curve[j] / (hi - lo);
+        band[k * P + j] += 1.96 * sc->curve_std[j] / sqrt((double)sc->seeds) / (hi - lo);
+      }
+    }
+    yp[k] = y + k * P;
+    bp[k] = band + k * P;
+  }
+  const ht_baseline *bl = s >= 0 ? &b->base[s] : NULL;
+  for (int j = 0; !rc && j < P; j++)
+    x[j] = bl ? bl->t_start + j * (bl->t_cutoff - bl->t_start) / (P - 1) : (double)j / (P - 1);
+  char title[256], path[1024];
+  snprintf(title, sizeof title, "%s: performance score P(t), %d seeds, 95%% bands",
+           s >= 0 ? ht_recorded_name(b->rec[s]) : "mean over spaces", b->so.seeds);
+  plot_spec p = {title, bl ? "time (s, recorded compile + run + strategy)" : "fraction of each space's budget",
+                 "P(t)", S, P, b->strat, x, yp, bp, x[0], x[P - 1], -0.5, 1.05};
+  snprintf(path, sizeof path, "%s/%s.svg", b->plot_dir, s >= 0 ? ht_recorded_name(b->rec[s]) : "overall");
+  if (!rc) rc = plot_svg(path, &p);
+  snprintf(path, sizeof path, "%s/%s.tsv", b->plot_dir, s >= 0 ? ht_recorded_name(b->rec[s]) : "overall");
+  FILE *f = rc ? NULL : fopen(path, "w");
+  if (f) {
+    fprintf(f, "t");
+    for (int k = 0; k < S; k++) fprintf(f, "\t%s\t%s_ci95", b->strat[k], b->strat[k]);
+    for (int j = 0; j < P; j++) {
+      fprintf(f, "\n%.6g", x[j]);
+      for (int k = 0; k < S; k++) fprintf(f, "\t%.5f\t%.5f", y[k * P + j], band[k * P + j]);
+    }
+    fprintf(f, "\n");
+    rc = fclose(f) == 0 ? 0 : -1;
+  } else rc = -1;
+  free(x);
+  free(y);
+  free(band);
+  if (rc) fprintf(stderr, "hetune strategy-bench: cannot write %s: %s\n", path, strerror(errno));
+  return rc;
+}
+
+static int write_plots(const bench *b) {
+  if (!b->plot_dir) return CLI_OK;
+  if (mkdir(b->plot_dir, 0777) && errno != EEXIST) {
+    fprintf(stderr, "hetune strategy-bench: cannot create %s: %s\n", b->plot_dir, strerror(errno));
+    return CLI_ERROR;
+  }
+  for (int s = -1; s < b->n_spaces; s++)
+    if (write_plot(b, s)) return CLI_ERROR;
+  printf("\nplots: %s/overall.svg and one per space (with .tsv data)\n", b->plot_dir);
+  return CLI_OK;
+}
+
+int cmd_strategy_bench(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    fputs(bench_help, stdout);
+    return CLI_OK;
+  }
+  bench *b = calloc(1, sizeof *b);
+  if (!b) return cli_fail("strategy-bench");
+  int rc = bench_parse(argc, argv, b);
+  if (!rc) rc = run_bench(b);
+  if (!rc) print_summary(b);
+  if (!rc) rc = write_plots(b);
+  for (int i = 0; b->score && i < b->n_spaces * b->n_strat; i++) ht_score_free(&b->score[i]);
+  for (int s = 0; s < b->n_spaces; s++) {
+    ht_baseline_free(&b->base[s]);
+    ht_recorded_destroy(b->rec[s]);
+  }
+  free(b->score);
+  free(b);
+  return rc;
+}
