@@ -461,7 +461,7 @@ static void test_bad_options(void **state) {
 static void test_help(void **state) {
   (void)state;
   run_out *r = malloc(sizeof *r);
-  const char *cmds[] = {"devices", "tune", "best", "show", "export", "space"};
+  const char *cmds[] = {"devices", "tune", "best", "show", "export", "space", "replay", "strategy-bench"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     run(r, cmds[i], "--help");
     if (r->rc != 0 || !strstr(r->out, "usage: hetune") || r->err[0])
@@ -620,6 +620,44 @@ static void test_full_disk(void **state) {
   free(r);
 }
 
+/* ---- replay and strategy-bench on a space recorded by brute force ---- */
+
+static void test_replay_and_bench(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  char csv[256], plots[256], svg[300];
+  const char *path = spec("rec.json", "\"name\": \"krec\"", "\"parameters\": {\"U\": [1, 2, 4], \"V\": [1, 2, 3, 4, 5]}");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--strategy", "brute_force", "--in-process");
+  if (r->rc) fail_msg("recording failed: %s", r->err);
+  run(r, "replay", "--db", F->db, "--kernel", "krec", "--strategy", "random", "--seed", "3");
+  if (r->rc || !strstr(r->out, "15 of 15 configs") || !strstr(r->out, "0.0% slower"))
+    fail_msg("replay from the store: exit %d\n%s%s", r->rc, r->out, r->err);
+  snprintf(csv, sizeof csv, "%s/krec.csv", F->dir);
+  run(r, "export", "--format", "csv", "--kernel", "krec", "--db", F->db, "--output", csv);
+  assert_int_equal(r->rc, 0);
+  snprintf(plots, sizeof plots, "%s/plots", F->dir);
+  run(r, "strategy-bench", csv, "--seeds", "3", "--strategies", "random,brute_force", "--plot", plots, "--quiet");
+  if (r->rc || !strstr(r->out, "| random |") || !strstr(r->out, "| brute_force |"))
+    fail_msg("strategy-bench: exit %d\n%s%s", r->rc, r->out, r->err);
+  snprintf(svg, sizeof svg, "%s/overall.svg", plots);
+  assert_int_equal(access(svg, R_OK), 0);
+  snprintf(svg, sizeof svg, "%s/krec.tsv", plots);
+  assert_int_equal(access(svg, R_OK), 0);
+  run(r, "strategy-bench", csv, "--strategies", "nope");
+  expect_error(r, 2, "unknown strategy 'nope'");
+  run(r, "strategy-bench", csv, "--start", "0.99");
+  expect_error(r, 2, "--start");
+  run(r, "replay", csv, "--options", "bogus=1");
+  expect_error(r, 1, "bogus");
+  run(r, "replay", "--db", F->db);
+  expect_error(r, 2, "--kernel");
+  run(r, "replay", in_dir("missing.csv"));
+  expect_error(r, 1, "missing.csv");
+  run(r, "replay", in_dir("k.c"));
+  expect_error(r, 1, "k.c");
+  free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_good_spec_tunes),    cmocka_unit_test(test_json_syntax_error),
@@ -629,7 +667,7 @@ int main(void) {
     cmocka_unit_test(test_missing_files),      cmocka_unit_test(test_bad_options),
     cmocka_unit_test(test_help),               cmocka_unit_test(test_not_a_database),
     cmocka_unit_test(test_foreign_database),   cmocka_unit_test(test_readonly_database),
-    cmocka_unit_test(test_full_disk),
+    cmocka_unit_test(test_full_disk),          cmocka_unit_test(test_replay_and_bench),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
