@@ -15,7 +15,7 @@ static const char *help =
   "Configs already in the database are reused, not measured again.\n"
   "\n"
   "  --device D        device id: c, opencl, opencl:P:D, cuda, cuda:N (default: by the spec's language)\n"
-  "  --strategy S      brute_force or random (default random)\n"
+  "  --strategy S      search strategy, listed below (default random)\n"
   "  --options K=V,..  strategy options\n"
   "  --budget N|all    evaluate at most N configs (default: all for brute_force, 100 otherwise)\n"
   "  --time S          stop after S seconds\n"
@@ -133,7 +133,13 @@ int cmd_tune(int argc, char **argv) {
   static const char *const known[] = {"device", "strategy", "options", "budget", "time", "seed", "size", "db",
                                       "timeout", "min-runs", "max-runs", "rsd", "no-reuse", "in-process", "quiet",
                                       NULL};
-  if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
+  if (cli_wants_help(argc, argv)) {
+    fputs(help, stdout);
+    puts("\nstrategies (options and defaults: docs/strategies.md):");
+    for (int i = 0; i < ht_strategy_count(); i++)
+      printf("  %-20s %s\n", ht_strategy_at(i)->name, ht_strategy_at(i)->summary);
+    return CLI_OK;
+  }
   cli_args a;
   ht_tune_options to;
   ht_runner_options ro;
