@@ -3,6 +3,7 @@
 
 #include "hetune/tune.h"
 
+extern const ht_strategy_ops ht_strategy_auto;
 extern const ht_strategy_ops ht_strategy_bayes;
 extern const ht_strategy_ops ht_strategy_brute_force;
 extern const ht_strategy_ops ht_strategy_genetic;
@@ -12,6 +13,7 @@ extern const ht_strategy_ops ht_strategy_random;
 extern const ht_strategy_ops ht_strategy_simulated_annealing;
 
 static const ht_strategy_ops *const strategies[] = {
+  &ht_strategy_auto,
   &ht_strategy_bayes,
   &ht_strategy_brute_force,
   &ht_strategy_genetic,
