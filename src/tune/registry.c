@@ -6,6 +6,7 @@
 extern const ht_strategy_ops ht_strategy_auto;
 extern const ht_strategy_ops ht_strategy_bayes;
 extern const ht_strategy_ops ht_strategy_brute_force;
+extern const ht_strategy_ops ht_strategy_cmaes;
 extern const ht_strategy_ops ht_strategy_genetic;
 extern const ht_strategy_ops ht_strategy_greedy_ils;
 extern const ht_strategy_ops ht_strategy_model_guided;
@@ -16,6 +17,7 @@ static const ht_strategy_ops *const strategies[] = {
   &ht_strategy_auto,
   &ht_strategy_bayes,
   &ht_strategy_brute_force,
+  &ht_strategy_cmaes,
   &ht_strategy_genetic,
   &ht_strategy_greedy_ils,
   &ht_strategy_model_guided,
