@@ -223,8 +223,9 @@ static double rprop(fitdata *f, double *th, int iters) {
   int nt = f->nl + 2;
   double step[MAX_TH], gprev[MAX_TH] = {0}, g[MAX_TH], best[MAX_TH], fbest = -INFINITY;
   for (int i = 0; i < nt; i++) step[i] = 0.3;
-  for (int it = 0; it < iters; it++) {
+  for (int it = 0, last = 0; it < iters && it - last < 8; it++) {
     double v = map_objective(f, th, g);
+    if (v > fbest + 1e-3) last = it;
     if (v > fbest) {
       fbest = v;
       memcpy(best, th, sizeof(double) * (size_t)nt);
@@ -674,6 +675,8 @@ static void make_design(bo *b) {
   free(md);
 }
 
+static int model_ask(bo *b, ht_config *out, int max, int got);
+
 static int bo_ask(void *state, ht_config *out, int max) {
   bo *b = state;
   int got = 0;
@@ -689,6 +692,16 @@ static int bo_ask(void *state, ht_config *out, int max) {
     if (!have || !emit(b, &c, out, &got)) return got;
   }
   if (got == max) return got;
+  /* One BLAS thread: these matrices are too small to gain from more (threads mostly spin), and the
+   * results then do not depend on the machine's thread count. Restored before returning. */
+  int threads = openblas_get_num_threads();
+  if (threads != 1) openblas_set_num_threads(1);
+  got = model_ask(b, out, max, got);
+  if (threads != 1) openblas_set_num_threads(threads);
+  return got;
+}
+
+static int model_ask(bo *b, ht_config *out, int max, int got) {
   if (!sync_model(b, max)) return got;
   double z[HT_MAX_PARAMS];
   while (got < max) {
