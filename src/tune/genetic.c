@@ -18,9 +18,11 @@
  *  simply takes no part, so ask never blocks on tells.
  *
  * Options (defaults)
- *  popsize=20          population size and children per generation.
- *  tournament=2        tournament size of the parent selection.
- *  elite=2             best configs kept from one generation to the next (0..popsize).
+ *  popsize=10          population size and children per generation (Kernel Tuner uses 20; a small
+ *                      population wastes fewer evaluations on the random first generation).
+ *  tournament=3        tournament size of the parent selection.
+ *  elite=popsize       best configs kept from one generation to the next (0..popsize); the
+ *                      default keeps the popsize best of parents and children.
  *  mutation=1/params   probability that a gene mutates.
  *  crossover=uniform   uniform or single_point.
  *
@@ -164,8 +166,8 @@ static int next_config(ga_state *s, ht_config *out) {
 
 static ht_status ga_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
   int params = ht_space_param_count(space);
-  int64_t popsize = ht_options_int(opt, "popsize", 20), tsize = ht_options_int(opt, "tournament", 2);
-  int64_t elite = ht_options_int(opt, "elite", 2);
+  int64_t popsize = ht_options_int(opt, "popsize", 10);
+  int64_t tsize = ht_options_int(opt, "tournament", 3), elite = ht_options_int(opt, "elite", popsize);
   double mutation = ht_options_double(opt, "mutation", params > 0 ? 1.0 / params : 0.0);
   const char *cross = ht_options_str(opt, "crossover", "uniform");
   if (popsize < 2 || popsize > 100000) return ht_error(HT_ERR_INVALID, "genetic: popsize must be in 2..100000");

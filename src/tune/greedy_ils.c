@@ -2,7 +2,9 @@
  * search with perturbation).
  *
  * Algorithm
- *  1. Start from a random valid config that was never asked.
+ *  1. Evaluate `init` random valid configs and start from the best of them (Kernel Tuner starts
+ *     from a single random config; a few samples first avoid climbing from a poor region, which
+ *     matters most at small budgets).
  *  2. First-improvement hill climbing: the valid neighbours of the current config are visited in a
  *     random order; the first one that is better than the current config becomes current and the
  *     visit starts again from its neighbours. Neighbours whose objective is already known (told
@@ -13,7 +15,7 @@
  *     and climbing continues from where the walk ends, whatever its objective (Kernel Tuner's
  *     acceptance: always continue from the perturbed local optimum).
  *  4. After `restart` consecutive iterations that did not improve the best objective seen, climbing
- *     restarts from a fresh random unasked config.
+ *     restarts from a fresh random unasked config (a failed start climbs too: any success beats it).
  *  Whenever nothing near the search is left to ask (batched asks waiting on untold results, a
  *  neighbourhood fully asked), a random unasked config is asked instead, so ask() returns 0 only
  *  when every valid config has been asked.
@@ -24,6 +26,7 @@
  *                      order), then the other Hamming neighbours.
  *  perm_size=3         random-walk steps of a perturbation (0: restart at every local optimum).
  *  restart=10          iterations without a new best before a random restart.
+ *  init=6              random configs evaluated before the first climb.
  *
  * Reproducible from the seed and the sequence of tells. */
 #include <math.h>
@@ -94,12 +97,12 @@ enum { NB_HAMMING, NB_ADJACENT, NB_MIXED };
 typedef struct ils_state {
   ht_space *space;
   ht_rng rng;
-  int kind, perm_size, restart;
+  int kind, perm_size, restart, init_left, started;
   ht_config_set asked;
   known_map known;
   ht_config *nb, *walk; /* neighbours of cur (shuffled), scratch for the random walk */
   int nb_cap, nb_n, nb_pos;
-  ht_config cur, await;
+  ht_config cur, await, best_cfg;
   double fcur, best;
   int have_cur, awaiting, improved, stall;
 } ils_state;
@@ -181,6 +184,17 @@ static ht_config perturb(ils_state *s) {
 static int next_config(ils_state *s, ht_config *out) {
   for (;;) {
     if (!s->have_cur) {
+      if (s->init_left > 0) {
+        s->init_left--;
+        return random_unasked(s, out);
+      }
+      if (!s->started) { /* climb first from the best of the initial sample */
+        s->started = 1;
+        if (isfinite(s->best)) {
+          set_current(s, &s->best_cfg, s->best);
+          continue;
+        }
+      }
       if (s->awaiting) return random_unasked(s, out); /* batched: the start is not told yet */
       if (!random_unasked(s, out)) return 0;
       s->await = *out;
@@ -224,12 +238,14 @@ static int next_config(ils_state *s, ht_config *out) {
 static ht_status ils_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
   const char *nb = ht_options_str(opt, "neighbour", "hamming");
   int64_t perm = ht_options_int(opt, "perm_size", 3), restart = ht_options_int(opt, "restart", 10);
+  int64_t init = ht_options_int(opt, "init", 6);
   int kind = strcmp(nb, "hamming") == 0 ? NB_HAMMING : strcmp(nb, "adjacent") == 0 ? NB_ADJACENT
            : strcmp(nb, "mixed") == 0   ? NB_MIXED
                                         : -1;
   if (kind < 0) return ht_error(HT_ERR_INVALID, "greedy_ils: neighbour must be hamming, adjacent or mixed, not '%s'", nb);
   if (perm < 0 || perm > 1000) return ht_error(HT_ERR_INVALID, "greedy_ils: perm_size must be in 0..1000");
   if (restart < 1 || restart > 1000000) return ht_error(HT_ERR_INVALID, "greedy_ils: restart must be in 1..1000000");
+  if (init < 0 || init > 1000000) return ht_error(HT_ERR_INVALID, "greedy_ils: init must be in 0..1000000");
   ils_state *s = calloc(1, sizeof *s);
   if (!s) return ht_error(HT_ERR_NOMEM, "out of memory");
   s->space = space;
@@ -237,6 +253,7 @@ static ht_status ils_init(void **state, ht_space *space, const ht_options *opt, 
   s->kind = kind;
   s->perm_size = (int)perm;
   s->restart = (int)restart;
+  s->init_left = (int)init;
   s->best = INFINITY;
   ht_config_set_init(&s->asked);
   s->nb_cap = 2 * ht_space_param_count(space) + 1;
@@ -266,6 +283,7 @@ static void ils_tell(void *state, const ht_config *cfg, const ht_result *r) {
   km_put(&s->known, cfg, f);
   if (f < s->best) {
     s->best = f;
+    s->best_cfg = *cfg;
     s->improved = 1;
   }
   if (s->awaiting && ht_config_equal(cfg, &s->await)) {

@@ -1,7 +1,8 @@
 /* simulated_annealing: simulated annealing over the valid neighbours of a config.
  *
  * Algorithm
- *  - Start from a random valid unasked config (again, while starts fail).
+ *  - Evaluate `init` random valid configs and start from the best (a random unasked config while
+ *    no start succeeded).
  *  - Each ask proposes a random valid neighbour of the current config that was never asked.
  *  - When a proposal is told, Metropolis acceptance on the relative difference: a better (or equal)
  *    proposal is always accepted, a worse one with probability exp(-(f_new - f_cur) / (T * f_cur)),
@@ -20,11 +21,13 @@
  *  been asked.
  *
  * Options (defaults)
- *  T0=0.5          start temperature (relative: at T=0.5 a 10% worse proposal is accepted with
- *                  probability exp(-0.2) = 0.82).
- *  alpha=0.98      cooling factor per evaluation (T halves every ~35 evaluations).
- *  stall=40        tells without a new best before reheating.
+ *  T0=0.05         start temperature (relative: at T=0.05 a 5% worse proposal is accepted with
+ *                  probability exp(-1) = 0.37, a 20% worse one with 0.02). Kernel Tuner's T=1 is
+ *                  far too hot for budgets of tens to hundreds of evaluations.
+ *  alpha=0.97      cooling factor per evaluation (T halves every ~23 evaluations).
+ *  stall=60        tells without a new best before reheating.
  *  walk=8          consecutive moves over fully asked neighbourhoods before a random restart.
+ *  init=6          random configs evaluated before annealing starts.
  *  neighbour=hamming  proposals change one parameter to any other value (hamming) or to the
  *                  previous/next value of its list (adjacent).
  *
@@ -96,7 +99,7 @@ typedef struct sa_state {
   ht_space *space;
   ht_rng rng;
   double T0, alpha, T;
-  int stall, walk;
+  int stall, walk, init_left, started;
   ht_neighbour_kind kind;
   ht_config_set asked;
   known_map known;
@@ -156,6 +159,17 @@ static int move_known(sa_state *s) {
 static int next_config(sa_state *s, ht_config *out) {
   for (;;) {
     if (!s->have_cur) {
+      if (s->init_left > 0) {
+        s->init_left--;
+        return random_unasked(s, out);
+      }
+      if (!s->started) { /* anneal first from the best of the initial sample */
+        s->started = 1;
+        if (s->have_best && isfinite(s->best)) {
+          set_current(s, &s->best_cfg, s->best);
+          continue;
+        }
+      }
       if (s->awaiting) return random_unasked(s, out); /* batched: the start is not told yet */
       if (!random_unasked(s, out)) return 0;
       s->await = *out;
@@ -178,13 +192,15 @@ static int next_config(sa_state *s, ht_config *out) {
 }
 
 static ht_status sa_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
-  double T0 = ht_options_double(opt, "T0", 0.5), alpha = ht_options_double(opt, "alpha", 0.98);
-  int64_t stall = ht_options_int(opt, "stall", 40), walk = ht_options_int(opt, "walk", 8);
+  double T0 = ht_options_double(opt, "T0", 0.05), alpha = ht_options_double(opt, "alpha", 0.97);
+  int64_t stall = ht_options_int(opt, "stall", 60), walk = ht_options_int(opt, "walk", 8);
+  int64_t init = ht_options_int(opt, "init", 6);
   const char *nb = ht_options_str(opt, "neighbour", "hamming");
   if (!(T0 > 0) || !isfinite(T0)) return ht_error(HT_ERR_INVALID, "simulated_annealing: T0 must be > 0");
   if (!(alpha > 0 && alpha <= 1)) return ht_error(HT_ERR_INVALID, "simulated_annealing: alpha must be in (0, 1]");
   if (stall < 1 || stall > 100000000) return ht_error(HT_ERR_INVALID, "simulated_annealing: stall must be >= 1");
   if (walk < 0 || walk > 1000000) return ht_error(HT_ERR_INVALID, "simulated_annealing: walk must be >= 0");
+  if (init < 0 || init > 1000000) return ht_error(HT_ERR_INVALID, "simulated_annealing: init must be >= 0");
   if (strcmp(nb, "hamming") != 0 && strcmp(nb, "adjacent") != 0)
     return ht_error(HT_ERR_INVALID, "simulated_annealing: neighbour must be hamming or adjacent, not '%s'", nb);
   sa_state *s = calloc(1, sizeof *s);
@@ -195,6 +211,7 @@ static ht_status sa_init(void **state, ht_space *space, const ht_options *opt, u
   s->alpha = alpha;
   s->stall = (int)stall;
   s->walk = (int)walk;
+  s->init_left = (int)init;
   s->kind = strcmp(nb, "adjacent") == 0 ? HT_NEIGH_ADJACENT : HT_NEIGH_HAMMING;
   s->best = INFINITY;
   ht_config_set_init(&s->asked);
