@@ -155,11 +155,40 @@ static void test_huge_space(void **state) {
   ht_space_destroy(s);
 }
 
+/* auto hands over to a strategy it names; use= forces one, unknown names are errors. */
+static void test_auto_choice(void **state) {
+  (void)state;
+  ht_space *s = grid(4, 5, NULL);
+  const ht_strategy_ops *ops = ht_strategy_find("auto");
+  assert_non_null(ops);
+  const char *bad[] = {"use=nope", "use=auto"};
+  for (int i = 0; i < 2; i++) {
+    ht_options *o = NULL;
+    void *st = NULL;
+    assert_int_equal(ht_options_parse(bad[i], &o), HT_OK);
+    assert_int_equal(ops->init(&st, s, o, 1), HT_ERR_NOTFOUND);
+    ht_options_destroy(o);
+  }
+  /* use=brute_force gives brute force's order. */
+  ht_options *o = NULL;
+  void *st = NULL;
+  assert_int_equal(ht_options_parse("use=brute_force", &o), HT_OK);
+  assert_int_equal(ops->init(&st, s, o, 1), HT_OK);
+  ht_config c, first;
+  assert_int_equal(ops->ask(st, &c, 1), 1);
+  assert_int_equal(ht_space_get(s, 0, &first), HT_OK);
+  assert_true(ht_config_equal(&c, &first));
+  ops->destroy(st);
+  ht_options_destroy(o);
+  ht_space_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_valid_unique_reproducible),
     cmocka_unit_test(test_small_and_degenerate_spaces),
     cmocka_unit_test(test_huge_space),
+    cmocka_unit_test(test_auto_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
