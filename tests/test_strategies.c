@@ -81,7 +81,7 @@ static int drive(const ht_strategy_ops *ops, ht_space *s, uint64_t seed, int bud
 static ht_space *grid(int params, int values, const char *constraint) {
   ht_space *s;
   assert_int_equal(ht_space_create(&s), HT_OK);
-  char name[8];
+  char name[16];
   for (int p = 0; p < params; p++) {
     snprintf(name, sizeof name, "p%d", p);
     assert_int_equal(ht_space_add_param_range(s, name, 1, values, 1), HT_OK);
