@@ -27,7 +27,7 @@
  *  alpha=0.97      cooling factor per evaluation (T halves every ~23 evaluations).
  *  stall=60        tells without a new best before reheating.
  *  walk=8          consecutive moves over fully asked neighbourhoods before a random restart.
- *  init=6          random configs evaluated before annealing starts.
+ *  init=10         random configs evaluated before annealing starts.
  *  neighbour=hamming  proposals change one parameter to any other value (hamming) or to the
  *                  previous/next value of its list (adjacent).
  *
@@ -194,7 +194,7 @@ static int next_config(sa_state *s, ht_config *out) {
 static ht_status sa_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
   double T0 = ht_options_double(opt, "T0", 0.05), alpha = ht_options_double(opt, "alpha", 0.97);
   int64_t stall = ht_options_int(opt, "stall", 60), walk = ht_options_int(opt, "walk", 8);
-  int64_t init = ht_options_int(opt, "init", 6);
+  int64_t init = ht_options_int(opt, "init", 10);
   const char *nb = ht_options_str(opt, "neighbour", "hamming");
   if (!(T0 > 0) || !isfinite(T0)) return ht_error(HT_ERR_INVALID, "simulated_annealing: T0 must be > 0");
   if (!(alpha > 0 && alpha <= 1)) return ht_error(HT_ERR_INVALID, "simulated_annealing: alpha must be in (0, 1]");
