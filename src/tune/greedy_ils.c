@@ -170,29 +170,46 @@ static int distance(const ht_config *a, const ht_config *b) { /* Hamming distanc
   return d;
 }
 
-/* Makes c current and lists its neighbours in visiting order. */
+/* Makes c current and lists its neighbours in visiting order. Neighbours already told are settled
+ * here, once: the best of those better than c becomes current instead (a free move), the others
+ * leave the list, which keeps only the neighbours still to ask or waiting for their results. */
 static void set_current(ils_state *s, const ht_config *c, double f) {
-  s->cur = *c;
-  s->fcur = f;
-  s->have_cur = 1;
-  s->nb_n = s->nb_pos = 0;
-  ht_neighbour_kind k = s->kind == NB_ADJACENT ? HT_NEIGH_ADJACENT : HT_NEIGH_HAMMING;
-  if (ht_space_neighbours(s->space, &s->cur, k, s->nb, s->nb_cap, &s->nb_n)) s->nb_n = 0;
-  if (s->kind != NB_MIXED) {
-    shuffle(&s->rng, s->nb, s->nb_n);
-    return;
-  }
-  int a = 0; /* adjacent ones to the front, then each part shuffled */
-  for (int i = 0; i < s->nb_n; i++) {
-    int p = changed_param(&s->nb[i], &s->cur);
-    if (abs(s->nb[i].idx[p] - s->cur.idx[p]) == 1) {
-      ht_config t = s->nb[a];
-      s->nb[a++] = s->nb[i];
-      s->nb[i] = t;
+  ht_config next = *c;
+  for (;;) {
+    s->cur = next;
+    s->fcur = f;
+    s->have_cur = 1;
+    s->nb_n = s->nb_pos = 0;
+    ht_neighbour_kind k = s->kind == NB_ADJACENT ? HT_NEIGH_ADJACENT : HT_NEIGH_HAMMING;
+    if (ht_space_neighbours(s->space, &s->cur, k, s->nb, s->nb_cap, &s->nb_n)) s->nb_n = 0;
+    if (s->kind != NB_MIXED) {
+      shuffle(&s->rng, s->nb, s->nb_n);
+    } else {
+      int a = 0; /* adjacent ones to the front, then each part shuffled */
+      for (int i = 0; i < s->nb_n; i++) {
+        int p = changed_param(&s->nb[i], &s->cur);
+        if (abs(s->nb[i].idx[p] - s->cur.idx[p]) == 1) {
+          ht_config t = s->nb[a];
+          s->nb[a++] = s->nb[i];
+          s->nb[i] = t;
+        }
+      }
+      shuffle(&s->rng, s->nb, a);
+      shuffle(&s->rng, s->nb + a, s->nb_n - a);
     }
+    int m = 0, better = 0;
+    for (int i = 0; i < s->nb_n; i++) {
+      const double *v = km_get(&s->known, &s->nb[i]);
+      if (!v) s->nb[m++] = s->nb[i];
+      else if (*v < f) {
+        f = *v;
+        next = s->nb[i];
+        better = 1;
+      }
+    }
+    s->nb_n = m;
+    if (!better) return;
   }
-  shuffle(&s->rng, s->nb, a);
-  shuffle(&s->rng, s->nb + a, s->nb_n - a);
 }
 
 static int take(ils_state *s, const ht_config *c, ht_config *out) {
@@ -264,18 +281,13 @@ static int next_config(ils_state *s, ht_config *out) {
       return 1;
     }
     while (s->nb_pos < s->nb_n) {
-      if (s->guided) { /* known ones first (free), then the best predicted */
+      if (s->guided) { /* the best predicted first */
         int bj = s->nb_pos;
         double bk = INFINITY;
         for (int j = s->nb_pos; j < s->nb_n; j++) {
           const ht_config *t = &s->nb[j];
-          double key;
-          if (km_get(&s->known, t)) key = -INFINITY;
-          else if (ht_config_set_has(&s->asked, t)) key = INFINITY;
-          else {
-            int p = changed_param(t, &s->cur);
-            key = model_value(s, p, t->idx[p]) - model_value(s, p, s->cur.idx[p]);
-          }
+          int p = changed_param(t, &s->cur);
+          double key = model_value(s, p, t->idx[p]) - model_value(s, p, s->cur.idx[p]);
           if (key < bk) {
             bk = key;
             bj = j;
@@ -286,12 +298,9 @@ static int next_config(ils_state *s, ht_config *out) {
         s->nb[s->nb_pos] = t;
       }
       ht_config c = s->nb[s->nb_pos++];
-      const double *v = km_get(&s->known, &c);
-      if (v) {
-        if (*v < s->fcur) set_current(s, &c, *v); /* a known better neighbour: move for free */
-        continue;
-      }
       if (!ht_config_set_has(&s->asked, &c)) return take(s, &c, out);
+      const double *v = km_get(&s->known, &c); /* asked meanwhile (batched asks) */
+      if (v && *v < s->fcur) set_current(s, &c, *v);
     }
     if (any_pending_neighbour(s)) return random_unasked(s, out); /* batched: climb waits on tells */
     /* A local optimum: one ILS iteration done. */
