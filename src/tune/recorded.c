@@ -250,6 +250,10 @@ ht_status rec_builder_finish(rec_builder *b, const char *name, ht_recorded **out
   if (!st) st = add_entries(r, &tmp, cols);
   if (!st) st = ht_space_set_filter(r->space, recorded_filter, r);
   if (!st) st = compute_stats(r);
+  /* Materialise the valid list now: sampling takes another path once it exists, and every replay
+   * of a seed must see the same space whatever ran before it. */
+  ht_config first;
+  if (!st) st = ht_space_get(r->space, 0, &first);
   for (int p = 0; p < HT_MAX_PARAMS; p++) free(cols[p].v);
   if (st) {
     ht_recorded_destroy(r);
