@@ -8,6 +8,7 @@ void ht_config_set_init(ht_config_set *s) { memset(s, 0, sizeof *s); }
 
 void ht_config_set_free(ht_config_set *s) {
   free(s->slot);
+  free(s->val);
   free(s->used);
   memset(s, 0, sizeof *s);
 }
@@ -24,8 +25,8 @@ int ht_config_set_has(const ht_config_set *s, const ht_config *c) {
 
 static int grow(ht_config_set *s) {
   uint64_t cap = s->cap ? s->cap * 2 : 256;
-  ht_config_set t = {malloc(cap * sizeof(ht_config)), calloc(cap, 1), cap, 0};
-  if (!t.slot || !t.used) {
+  ht_config_set t = {malloc(cap * sizeof(ht_config)), calloc(cap, sizeof(double)), calloc(cap, 1), cap, 0};
+  if (!t.slot || !t.val || !t.used) {
     ht_config_set_free(&t);
     return 0;
   }
@@ -33,6 +34,7 @@ static int grow(ht_config_set *s) {
     if (s->used[i]) {
       uint64_t j = find_slot(&t, &s->slot[i]);
       t.slot[j] = s->slot[i];
+      t.val[j] = s->val[i];
       t.used[j] = 1;
       t.n++;
     }
@@ -46,9 +48,22 @@ int ht_config_set_add(ht_config_set *s, const ht_config *c) {
   uint64_t i = find_slot(s, c);
   if (s->used[i]) return 0;
   s->slot[i] = *c;
+  s->val[i] = 0;
   s->used[i] = 1;
   s->n++;
   return 1;
+}
+
+int ht_config_set_put(ht_config_set *s, const ht_config *c, double v) {
+  if (ht_config_set_add(s, c) < 0) return 0;
+  s->val[find_slot(s, c)] = v;
+  return 1;
+}
+
+const double *ht_config_set_value(const ht_config_set *s, const ht_config *c) {
+  if (!s->cap) return NULL;
+  uint64_t i = find_slot(s, c);
+  return s->used[i] ? &s->val[i] : NULL;
 }
 
 /* Draws in rounds; when the unasked part is small, the draws mostly hit asked configs, so after a

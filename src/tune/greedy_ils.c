@@ -46,61 +46,6 @@
 
 #include "tune/strategy_util.h"
 
-/* ---- config -> objective of every told config (open addressing, full compare) ---- */
-typedef struct known_map {
-  ht_config *key;
-  double *val;
-  uint8_t *used;
-  uint64_t cap, n;
-} known_map;
-
-static uint64_t km_slot(const known_map *m, const ht_config *c) {
-  uint64_t i = ht_config_hash(c) & (m->cap - 1);
-  while (m->used[i] && !ht_config_equal(&m->key[i], c)) i = (i + 1) & (m->cap - 1);
-  return i;
-}
-
-static const double *km_get(const known_map *m, const ht_config *c) {
-  if (!m->cap) return NULL;
-  uint64_t i = km_slot(m, c);
-  return m->used[i] ? &m->val[i] : NULL;
-}
-
-static void km_free(known_map *m) {
-  free(m->key);
-  free(m->val);
-  free(m->used);
-  memset(m, 0, sizeof *m);
-}
-
-static int km_put(known_map *m, const ht_config *c, double v) {
-  if (2 * (m->n + 1) > m->cap) {
-    uint64_t cap = m->cap ? 2 * m->cap : 256;
-    known_map t = {malloc(cap * sizeof(ht_config)), malloc(cap * sizeof(double)), calloc(cap, 1), cap, 0};
-    if (!t.key || !t.val || !t.used) {
-      km_free(&t);
-      return 0;
-    }
-    for (uint64_t i = 0; i < m->cap; i++)
-      if (m->used[i]) {
-        uint64_t j = km_slot(&t, &m->key[i]);
-        t.key[j] = m->key[i];
-        t.val[j] = m->val[i];
-        t.used[j] = 1;
-        t.n++;
-      }
-    km_free(m);
-    *m = t;
-  }
-  uint64_t i = km_slot(m, c);
-  if (!m->used[i]) {
-    m->key[i] = *c;
-    m->used[i] = 1;
-    m->n++;
-  }
-  m->val[i] = v;
-  return 1;
-}
 
 /* ---- the strategy ---- */
 enum { NB_HAMMING, NB_ADJACENT, NB_MIXED };
@@ -110,7 +55,7 @@ typedef struct ils_state {
   ht_rng rng;
   int kind, perm_size, restart, init_left, started;
   ht_config_set asked;
-  known_map known;
+  ht_config_set known;
   ht_config *nb, *walk; /* neighbours of cur (shuffled), scratch for the random walk */
   int nb_cap, nb_n, nb_pos;
   ht_config cur, await, best_cfg;
@@ -199,7 +144,7 @@ static void set_current(ils_state *s, const ht_config *c, double f) {
     }
     int m = 0, better = 0;
     for (int i = 0; i < s->nb_n; i++) {
-      const double *v = km_get(&s->known, &s->nb[i]);
+      const double *v = ht_config_set_value(&s->known, &s->nb[i]);
       if (!v) s->nb[m++] = s->nb[i];
       else if (*v < f) {
         f = *v;
@@ -225,7 +170,7 @@ static int random_unasked(ils_state *s, ht_config *out) {
 
 static int any_pending_neighbour(const ils_state *s) {
   for (int i = 0; i < s->nb_n; i++)
-    if (!km_get(&s->known, &s->nb[i]) && ht_config_set_has(&s->asked, &s->nb[i])) return 1;
+    if (!ht_config_set_value(&s->known, &s->nb[i]) && ht_config_set_has(&s->asked, &s->nb[i])) return 1;
   return 0;
 }
 
@@ -299,7 +244,7 @@ static int next_config(ils_state *s, ht_config *out) {
       }
       ht_config c = s->nb[s->nb_pos++];
       if (!ht_config_set_has(&s->asked, &c)) return take(s, &c, out);
-      const double *v = km_get(&s->known, &c); /* asked meanwhile (batched asks) */
+      const double *v = ht_config_set_value(&s->known, &c); /* asked meanwhile (batched asks) */
       if (v && *v < s->fcur) set_current(s, &c, *v);
     }
     if (any_pending_neighbour(s)) return random_unasked(s, out); /* batched: climb waits on tells */
@@ -312,7 +257,7 @@ static int next_config(ils_state *s, ht_config *out) {
       continue;
     }
     ht_config x = perturb(s);
-    const double *v = km_get(&s->known, &x);
+    const double *v = ht_config_set_value(&s->known, &x);
     if (v) {
       set_current(s, &x, *v);
       continue;
@@ -329,7 +274,7 @@ static int next_config(ils_state *s, ht_config *out) {
 static void ils_destroy(void *state) {
   ils_state *s = state;
   ht_config_set_free(&s->asked);
-  km_free(&s->known);
+  ht_config_set_free(&s->known);
   free(s->nb);
   free(s->walk);
   free(s->off);
@@ -397,7 +342,7 @@ static int ils_ask(void *state, ht_config *out, int max) {
 static void ils_tell(void *state, const ht_config *cfg, const ht_result *r) {
   ils_state *s = state;
   double f = ht_objective(r);
-  km_put(&s->known, cfg, f);
+  ht_config_set_put(&s->known, cfg, f);
   model_add(s, cfg, f);
   if (f < s->best) {
     s->best = f;

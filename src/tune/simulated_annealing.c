@@ -38,61 +38,6 @@
 
 #include "tune/strategy_util.h"
 
-/* ---- config -> objective of every told config (open addressing, full compare) ---- */
-typedef struct known_map {
-  ht_config *key;
-  double *val;
-  uint8_t *used;
-  uint64_t cap, n;
-} known_map;
-
-static uint64_t km_slot(const known_map *m, const ht_config *c) {
-  uint64_t i = ht_config_hash(c) & (m->cap - 1);
-  while (m->used[i] && !ht_config_equal(&m->key[i], c)) i = (i + 1) & (m->cap - 1);
-  return i;
-}
-
-static const double *km_get(const known_map *m, const ht_config *c) {
-  if (!m->cap) return NULL;
-  uint64_t i = km_slot(m, c);
-  return m->used[i] ? &m->val[i] : NULL;
-}
-
-static void km_free(known_map *m) {
-  free(m->key);
-  free(m->val);
-  free(m->used);
-  memset(m, 0, sizeof *m);
-}
-
-static int km_put(known_map *m, const ht_config *c, double v) {
-  if (2 * (m->n + 1) > m->cap) {
-    uint64_t cap = m->cap ? 2 * m->cap : 256;
-    known_map t = {malloc(cap * sizeof(ht_config)), malloc(cap * sizeof(double)), calloc(cap, 1), cap, 0};
-    if (!t.key || !t.val || !t.used) {
-      km_free(&t);
-      return 0;
-    }
-    for (uint64_t i = 0; i < m->cap; i++)
-      if (m->used[i]) {
-        uint64_t j = km_slot(&t, &m->key[i]);
-        t.key[j] = m->key[i];
-        t.val[j] = m->val[i];
-        t.used[j] = 1;
-        t.n++;
-      }
-    km_free(m);
-    *m = t;
-  }
-  uint64_t i = km_slot(m, c);
-  if (!m->used[i]) {
-    m->key[i] = *c;
-    m->used[i] = 1;
-    m->n++;
-  }
-  m->val[i] = v;
-  return 1;
-}
 
 /* ---- the strategy ---- */
 typedef struct sa_state {
@@ -102,7 +47,7 @@ typedef struct sa_state {
   int stall, walk, init_left, started;
   ht_neighbour_kind kind;
   ht_config_set asked;
-  known_map known;
+  ht_config_set known;
   ht_config *nb; /* valid neighbours of cur */
   int *pick;     /* scratch: indices of unasked neighbours */
   int nb_cap, nb_n;
@@ -144,7 +89,7 @@ static int move_known(sa_state *s) {
   int bi = -1;
   double bf = INFINITY;
   for (int i = 0; i < s->nb_n; i++) {
-    const double *v = km_get(&s->known, &s->nb[i]);
+    const double *v = ht_config_set_value(&s->known, &s->nb[i]);
     if (v && *v < bf && !(s->have_prev && ht_config_equal(&s->nb[i], &s->prev))) {
       bf = *v;
       bi = i;
@@ -180,7 +125,7 @@ static int next_config(sa_state *s, ht_config *out) {
     int n = 0, pending = 0;
     for (int i = 0; i < s->nb_n; i++) {
       if (!ht_config_set_has(&s->asked, &s->nb[i])) s->pick[n++] = i;
-      else if (!km_get(&s->known, &s->nb[i])) pending = 1;
+      else if (!ht_config_set_value(&s->known, &s->nb[i])) pending = 1;
     }
     if (n > 0) {
       ht_config c = s->nb[s->pick[ht_rng_below(&s->rng, (uint64_t)n)]];
@@ -239,7 +184,7 @@ static int sa_ask(void *state, ht_config *out, int max) {
 static void sa_tell(void *state, const ht_config *cfg, const ht_result *r) {
   sa_state *s = state;
   double f = ht_objective(r);
-  km_put(&s->known, cfg, f);
+  ht_config_set_put(&s->known, cfg, f);
   s->T *= s->alpha;
   if (f < s->best) {
     s->best = f;
@@ -278,7 +223,7 @@ static void sa_tell(void *state, const ht_config *cfg, const ht_result *r) {
 static void sa_destroy(void *state) {
   sa_state *s = state;
   ht_config_set_free(&s->asked);
-  km_free(&s->known);
+  ht_config_set_free(&s->known);
   free(s->nb);
   free(s->pick);
   free(s);

@@ -6,9 +6,11 @@
 
 #include "hetune/tune.h"
 
-/* A set of configs (open addressing on ht_config_hash, full compare on collision). */
+/* A set of configs (open addressing on ht_config_hash, full compare on collision), optionally
+ * mapping each to a value (an objective). A zeroed struct is an empty set. */
 typedef struct ht_config_set {
   ht_config *slot;
+  double *val;
   uint8_t *used;
   uint64_t cap, n;
 } ht_config_set;
@@ -18,6 +20,10 @@ void ht_config_set_free(ht_config_set *s);
 int ht_config_set_has(const ht_config_set *s, const ht_config *c);
 /* 1 when c was added, 0 when already there, -1 when out of memory. */
 int ht_config_set_add(ht_config_set *s, const ht_config *c);
+/* Adds c or updates its value: 1, or 0 when out of memory. */
+int ht_config_set_put(ht_config_set *s, const ht_config *c, double v);
+/* The value stored with c (0 when added without one), or NULL when c is not in the set. */
+const double *ht_config_set_value(const ht_config_set *s, const ht_config *c);
 
 /* The value a strategy minimises: the median time of a successful evaluation, +inf otherwise. */
 static inline double ht_objective(const ht_result *r) {
