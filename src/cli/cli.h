@@ -54,6 +54,7 @@ typedef struct plot_spec {
   const double *const *y;       /* [n_series][n] */
   const double *const *band;    /* [n_series][n] half-widths, or NULL */
   double x0, x1, y0, y1;
+  int y_ticks;                  /* grid lines between y0 and y1 */
 } plot_spec;
 int plot_svg(const char *path, const plot_spec *p); /* 0 or -1 (errno) */
 

@@ -295,7 +295,7 @@ static int write_plot(const bench *b, int s) {
   snprintf(title, sizeof title, "%s: performance score P(t), %d seeds, 95%% bands",
            s >= 0 ? ht_recorded_name(b->rec[s]) : "mean over spaces", b->so.seeds);
   plot_spec p = {title, bl ? "time (s, recorded compile + run + strategy)" : "fraction of each space's budget",
-                 "P(t)", S, P, b->strat, x, yp, bp, x[0], x[P - 1], -0.5, 1.05};
+                 "P(t)", S, P, b->strat, x, yp, bp, x[0], x[P - 1], -0.5, 1.0, 6};
   snprintf(path, sizeof path, "%s/%s.svg", b->plot_dir, s >= 0 ? ht_recorded_name(b->rec[s]) : "overall");
   if (!rc) rc = plot_svg(path, &p);
   snprintf(path, sizeof path, "%s/%s.tsv", b->plot_dir, s >= 0 ? ht_recorded_name(b->rec[s]) : "overall");

@@ -23,11 +23,14 @@ static void xml_text(FILE *f, const char *s) {
 
 static void axes(FILE *f, const plot_spec *p, double y0, double y1) {
   fprintf(f, "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#444'/>\n", L, T, W - L - R, H - T - B);
-  for (int i = 0; i <= 4; i++) {
-    double y = y0 + i * (y1 - y0) / 4, x = p->x0 + i * (p->x1 - p->x0) / 4;
+  for (int i = 0; i <= p->y_ticks; i++) {
+    double y = y0 + i * (y1 - y0) / p->y_ticks;
     fprintf(f, "<line x1='%d' x2='%d' y1='%.1f' y2='%.1f' stroke='#ddd'/>\n", L, W - R, py(y, y0, y1), py(y, y0, y1));
-    fprintf(f, "<text x='%d' y='%.1f' font-size='11' text-anchor='end'>%.2g</text>\n", L - 4, py(y, y0, y1) + 4, y);
-    fprintf(f, "<text x='%.1f' y='%d' font-size='11' text-anchor='middle'>%.2g</text>\n", px(x, p->x0, p->x1),
+    fprintf(f, "<text x='%d' y='%.1f' font-size='11' text-anchor='end'>%.3g</text>\n", L - 4, py(y, y0, y1) + 4, y);
+  }
+  for (int i = 0; i <= 4; i++) {
+    double x = p->x0 + i * (p->x1 - p->x0) / 4;
+    fprintf(f, "<text x='%.1f' y='%d' font-size='11' text-anchor='middle'>%.3g</text>\n", px(x, p->x0, p->x1),
             H - B + 16, x);
   }
   if (y0 < 0 && y1 > 0)
