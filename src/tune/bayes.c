@@ -1,56 +1,45 @@
 /* bayes: Bayesian optimisation with a Gaussian-process surrogate.
  *
- * Inputs: each parameter's values are sorted numerically (strings, or lists holding a string, keep
- * list order) and a config is encoded by the rank of its value, scaled to [0,1]. Parameters with a
- * single value are dropped.
+ * Inputs: each parameter's values sorted numerically (strings, or lists holding one, keep list
+ * order); a config is the rank of each value scaled to [0,1]. Single-valued parameters are dropped.
+ * Output: log(time), capped at median + clip * (median - best) of the successful log times, then
+ * standardised. Kernel times are heavy-tailed and recorded spaces hold artefacts (14% of gemm_c's
+ * configs sit at a scheduler-quantum 8 ms among 0.7 ms neighbours): the cap keeps the slow half
+ * from using up a model whose job is to rank the good configs (strategy-bench, 6 recorded spaces,
+ * 40 seeds: 0.56 with clip=0.5, 0.51 without; it costs on transpose_opencl, gains on gemm_c). A
+ * success arriving more than `outlier` predictive sds slower than predicted stays out of the
+ * regression. Failures: fail=model leaves them out of the regression and multiplies the
+ * acquisition by a success probability (kernel-weighted share of successes around the candidate,
+ * one pseudo-observation at the overall rate); fail=penalty regresses them at the worst capped log
+ * time + a quarter of the range + 0.1, which scored worse where failures form stripes (the
+ * penalties force short length-scales everywhere).
  *
- * Output: log(time), capped at median + clip * (median - best) of the successful log times
- * (clip=0.5), then standardised. Kernel times are heavy-tailed and recorded spaces hold artefacts
- * (e.g. 14% of gemm_c's configs at a scheduler-quantum 8 ms among 0.7 ms neighbours); the cap keeps
- * the slow half from using up the model, whose job is to rank the good configs. Measured with
- * strategy-bench (40 seeds, 6 recorded spaces): clip=0.5 0.56, no cap 0.51; the cap costs on
- * transpose_opencl (0.70 vs 0.84) and gains on gemm_c (0.71 vs 0.27). A success that arrives more
- * than `outlier` (3) predictive standard deviations slower than the model predicted is left out of
- * the regression (it stays asked and counts as a success for the feasibility model).
- * Failed evaluations: fail=model (default) leaves them out of the regression and multiplies the
- * acquisition by a success probability, a kernel-weighted (Nadaraya-Watson, same length-scales)
- * share of successes among the observations with one pseudo-observation at the overall success rate.
- * fail=penalty regresses them at the worst (capped) log time + a quarter of the range + 0.1 instead;
- * that scored worse on a space with striped failures, whose penalties force short length-scales.
+ * Model: zero-mean GP, Matern 5/2, ARD length-scales (ard=0: one shared), signal and noise
+ * variance, fitted by MAP (log marginal likelihood + weak log-normal priors: log l ~ N(log 0.5,
+ * 1.5^2), log sf2 ~ N(0, 1.5^2), log sn2 ~ N(log 0.01, 2^2), so a few points cannot collapse the
+ * length-scales) with iRprop- on the analytic gradient in log space, from the last optimum and, at
+ * the first fit and every 4th, from the prior mean. A fit sees at most fit_max observations (best
+ * quarter + random rest); refits come when the data grew by an eighth (every observation early,
+ * every 25 at 200), bounding the amortised cost. Cholesky: LAPACKE_dpotrf, jitter on failure.
  *
- * Model: zero-mean GP, Matern 5/2 kernel, ARD length-scales (one per parameter; ard=0 shares one),
- * signal variance and noise variance. Hyperparameters maximise the log marginal likelihood plus a
- * weak log-normal prior (MAP: log l ~ N(log 0.5, 1.5^2), log sf2 ~ N(0, 1.5^2),
- * log sn2 ~ N(log 0.01, 2^2); keeps tiny data sets from collapsing the length-scales), found by
- * iRprop- on the analytic gradient in log space (stopping after 8 steps without gain), from the
- * previous optimum and, at the first fit and every 4th, also from the prior mean; the better wins.
- * At most fit_max observations (the best quarter plus a random rest) enter a fit. Refits happen when
- * the observations grew by an eighth since the last fit (every observation early, every 25 at 200),
- * which bounds the amortised cost. Cholesky: LAPACKE_dpotrf (diagonal jitter when it fails).
+ * Acquisition: acq=lcb: mu - kappa * sd (default: 0.56 against EI's 0.51 on the recorded spaces),
+ * or acq=ei: log expected improvement over the best observation (xi shifts it). Maximised over a
+ * pool of unasked valid configs: `candidates` uniform draws plus the unasked valid neighbours of
+ * the `local` best observations (each other value of one parameter, at most 16 per parameter,
+ * nearest ranks first; for the best one also every two-parameter one-rank move, up to 16 params).
+ * Cost: V = L^-1 k(X, pool) persists between asks and gains one row per observation (one dgemv),
+ * so an ask is O(n^2 + n m), not O(n^2 m); refits redraw the pool and rebuild V with cblas_dtrsm.
+ * Amortised ask+tell (CPU, 8 parameters, 2 loaded cores): ~0.8 ms at 50 observations, ~0.9 at 100,
+ * ~1.2 at 200, ~2.1 at 400; the asks that refit peak at ~25 ms (200) and ~70 ms (400).
  *
- * Acquisition: acq=lcb (default): mu - kappa * sd (kappa=2), or acq=ei: expected improvement over
- * the best observed value (as log EI, so far-off candidates still rank; xi shifts the incumbent).
- * LCB scored 0.56 against EI's 0.51 on the recorded spaces. It is maximised over a pool of unasked
- * valid configs: `candidates` uniform draws, plus the valid unasked neighbours of the best `local`
- * observed configs (every other value of one parameter, at most 16 per parameter: nearest ranks
- * first, then random others; plus, for the best config of spaces with up to 16 parameters, every
- * move of two parameters by one rank).
- *
- * Cost: the pool's predictive vectors V = L^-1 k(X, pool) are kept between asks and extended by one
- * row per new observation (one dgemv over the pool), so an ask is O(n^2 + n m) instead of O(n^2 m);
- * the pool is redrawn and V rebuilt with cblas_dtrsm at each hyperparameter refit. OpenBLAS runs
- * single-threaded during an ask (see bo_ask). Measured on 2 loaded cores, 8 parameters, 1500
- * candidates (CPU time, ask + tell, amortised including refits): ~0.9 ms at 50 observations, ~1.1 ms
- * at 100, ~1.4 ms at 200, ~2.2 ms at 400; refit asks peak at ~30 ms (200) and ~75 ms (400).
- *
- * Initial design: n_init uniform random configs (spread-out designs pick extreme configs, which are
- * rarely good, and scored worse); random draws continue until one evaluation has succeeded.
- * Batches (max > 1) and configs asked but not told yet: kriging believer (each pending config is
- * added to the GP with its predicted mean as a fake observation; fakes are dropped at each ask).
+ * Initial design: n_init uniform random configs (maximin designs pick extreme configs, rarely good,
+ * and scored worse); random draws go on until one evaluation succeeded. Batches and configs asked
+ * but not told: kriging believer (pending configs join the GP at their predicted mean until the
+ * next ask).
  *
  * Options (defaults): n_init (min(10, max(5, d + 1)), d = parameters with more than one value),
- * candidates (1500), local (3), acq (lcb | ei), kappa (2.0), xi (0.0), clip (0.5; 0 = no cap),
- * outlier (3.0; 0 = off), fail (model | penalty), ard (1), fit_max (192).
+ * candidates (1500), local (3), acq (lcb | ei), kappa (2), xi (0), clip (0.5; 0 = off),
+ * outlier (3; 0 = off), fail (model | penalty), ard (1), fit_max (192).
  * Deterministic given the seed and the tells. */
 #include <cblas.h>
 #include <lapacke.h>
@@ -136,7 +125,8 @@ static int build_encoding(bo *b) {
     for (int v = 0; v < n; v++) { /* insertion sort by value (lists are short) */
       double x = numeric ? ht_value_as_double(ht_space_value(b->space, p, v)) : v;
       int r = v;
-      while (r > 0 && (numeric ? ht_value_as_double(ht_space_value(b->space, p, b->ord[k][r - 1])) : b->ord[k][r - 1]) > x) {
+      while (r > 0 &&
+             (numeric ? ht_value_as_double(ht_space_value(b->space, p, b->ord[k][r - 1])) : b->ord[k][r - 1]) > x) {
         b->ord[k][r] = b->ord[k][r - 1];
         r--;
       }
@@ -252,7 +242,8 @@ static double rprop(fitdata *f, double *th, int iters) {
     for (int i = 0; i < nt; i++) {
       double lo = i < f->nl ? LS_LO : i == f->nl ? SF_LO : SN_LO, hi = i < f->nl ? LS_HI : i == f->nl ? SF_HI : SN_HI;
       if (!isfinite(g[i])) g[i] = 0;
-      if (g[i] * gprev[i] > 0) step[i] = fmin(step[i] * 1.2, 1.0);
+      if (g[i] * gprev[i] > 0)
+        step[i] = fmin(step[i] * 1.2, 1.0);
       else if (g[i] * gprev[i] < 0) {
         step[i] = fmax(step[i] * 0.5, 1e-4);
         g[i] = 0;
@@ -307,13 +298,16 @@ static void fit_hyper(bo *b, const double *y, const int *gi, int ng) {
     encode_raw(b, &b->obs[gi[o]].c, x + (size_t)i * D);
     ys[i] = y[o];
   }
-  fitdata f = {nf, D, b->n_th - 2, x, ys, buf, buf + (size_t)nf * nf, buf + (size_t)2 * nf * nf,
-               buf + (size_t)3 * nf * nf};
-  double th[MAX_TH], th2[MAX_TH];
-  if (b->fitted) memcpy(th, b->th, sizeof th);
-  else default_theta(b, th);
+  fitdata f = {
+      nf, D, b->n_th - 2, x, ys, buf, buf + (size_t)nf * nf, buf + (size_t)2 * nf * nf, buf + (size_t)3 * nf * nf};
+  double th[MAX_TH];
+  if (b->fitted)
+    memcpy(th, b->th, sizeof th);
+  else
+    default_theta(b, th);
   double v = rprop(&f, th, b->fitted ? 40 : 80);
   if (b->fitted && b->n_fits % 4 == 0) {
+    double th2[MAX_TH];
     default_theta(b, th2);
     if (rprop(&f, th2, 60) > v) memcpy(th, th2, sizeof th);
   }
@@ -333,21 +327,14 @@ static int pool_reserve(bo *b, int need) {
   if (need <= b->m_cap) return 1;
   int cap = b->m_cap;
   while (cap < need) cap = cap ? 2 * cap : 1024;
-  double **arr[] = {&b->ss, &b->mu, &b->sd, &b->scr, &b->sw, &b->sok};
+  void **arr[] = {(void **)&b->ss,  (void **)&b->mu, (void **)&b->sd, (void **)&b->scr, (void **)&b->sw,
+                  (void **)&b->sok, (void **)&b->pc, (void **)&b->pz, (void **)&b->V};
+  size_t per[] = {8, 8, 8, 8, 8, 8, sizeof(ht_config), 8 * (size_t)(b->D ? b->D : 1), 8 * (size_t)b->n_cap};
   for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++) {
-    double *q = realloc(*arr[i], sizeof(double) * (size_t)cap);
+    void *q = realloc(*arr[i], per[i] * (size_t)cap);
     if (!q) return 0;
     *arr[i] = q;
   }
-  ht_config *pc = realloc(b->pc, sizeof(ht_config) * (size_t)cap);
-  if (!pc) return 0;
-  b->pc = pc;
-  double *pz = realloc(b->pz, sizeof(double) * (size_t)cap * (b->D ? b->D : 1));
-  if (!pz) return 0;
-  b->pz = pz;
-  double *V = realloc(b->V, sizeof(double) * (size_t)cap * b->n_cap);
-  if (!V) return 0;
-  b->V = V;
   b->m_cap = cap;
   return 1;
 }
@@ -403,8 +390,10 @@ static void gp_append(bo *b, const double *z) {
   for (int i = 0; i < n; i++) b->L[n + (size_t)i * ld] = k[i];
   b->L[n + (size_t)n * ld] = lnn;
   if (b->m > 0) {
-    if (n > 0) cblas_dgemv(CblasColMajor, CblasTrans, n, b->m, 1.0, b->V, ld, k, 1, 0.0, b->scr, 1);
-    else memset(b->scr, 0, sizeof(double) * (size_t)b->m);
+    if (n > 0)
+      cblas_dgemv(CblasColMajor, CblasTrans, n, b->m, 1.0, b->V, ld, k, 1, 0.0, b->scr, 1);
+    else
+      memset(b->scr, 0, sizeof(double) * (size_t)b->m);
     for (int j = 0; j < b->m; j++) {
       double v = (matern(b->sf2, dist2(b->pz + (size_t)j * D, z, D)) - b->scr[j]) / lnn;
       b->V[n + (size_t)j * ld] = v;
@@ -586,6 +575,12 @@ static int rebuild(bo *b, int need) {
   return ok;
 }
 
+static void add_if_new(bo *b, const ht_config *t, ht_config *list, int *n, int cap) {
+  if (*n < cap && !ht_config_set_has(&b->asked, t) && !ht_config_set_has(&b->pooled, t) &&
+      ht_space_is_valid(b->space, t) && ht_config_set_add(&b->pooled, t) == 1)
+    list[(*n)++] = *t;
+}
+
 /* Valid unasked configs near c that are not in the pool yet, added to the pool. */
 static void expand(bo *b, const ht_config *c, int pairs) {
   int cap = b->D * 16 + (pairs ? 2 * b->D * b->D : 0) + 1, n = 0;
@@ -604,9 +599,7 @@ static void expand(bo *b, const ht_config *c, int pairs) {
         tried++;
         ht_config t = *c;
         t.idx[p] = b->ord[k][r];
-        if (n < cap && !ht_config_set_has(&b->asked, &t) && !ht_config_set_has(&b->pooled, &t) &&
-            ht_space_is_valid(b->space, &t) && ht_config_set_add(&b->pooled, &t) == 1)
-          list[n++] = t;
+        add_if_new(b, &t, list, &n, cap);
       }
   }
   for (int k = 0; pairs && k < b->D; k++)
@@ -618,9 +611,7 @@ static void expand(bo *b, const ht_config *c, int pairs) {
         ht_config t = *c;
         t.idx[p] = b->ord[k][rp];
         t.idx[q] = b->ord[l][rq];
-        if (n < cap && !ht_config_set_has(&b->asked, &t) && !ht_config_set_has(&b->pooled, &t) &&
-            ht_space_is_valid(b->space, &t) && ht_config_set_add(&b->pooled, &t) == 1)
-          list[n++] = t;
+        add_if_new(b, &t, list, &n, cap);
       }
   pool_add(b, list, n);
   free(list);
@@ -635,7 +626,8 @@ static int sync_model(bo *b, int max) {
   int ng = ok ? targets(b, y, gi) : 0, need = ng + b->n_pend + max;
   int due = !b->fitted || b->n_obs >= b->fit_n + (b->fit_n / 8 > 1 ? b->fit_n / 8 : 1);
   if (ok && due) fit_hyper(b, y, gi, ng);
-  if (ok && (due || need > b->n_cap || b->m == 0)) ok = rebuild(b, need);
+  if (ok && (due || need > b->n_cap || b->m == 0))
+    ok = rebuild(b, need);
   else if (ok && b->n_gp > b->n_real) { /* drop the fakes of the last ask */
     b->n_gp = b->n_real;
     for (int j = 0; j < b->m; j++) {
@@ -643,7 +635,7 @@ static int sync_model(bo *b, int max) {
       b->ss[j] = b->n_gp > 0 ? cblas_ddot(b->n_gp, v, 1, v, 1) : 0.0;
     }
   }
-  if (ok && b->n_seen < b->n_obs) { /* the new observations, one by one (outlier test) */
+  if (ok && b->n_seen < b->n_obs) {                       /* the new observations, one by one (outlier test) */
     memcpy(b->gy, y, sizeof(double) * (size_t)b->n_real); /* the model points seen before come first */
     if (b->n_real > 0) solve_w(b);
     while (ok && b->n_seen < b->n_obs) ok = see(b);
@@ -742,6 +734,9 @@ static int bo_ask(void *state, ht_config *out, int max) {
   if (threads != 1) openblas_set_num_threads(1);
   got = model_ask(b, out, max, got);
   if (threads != 1) openblas_set_num_threads(threads);
+  ht_config c; /* only if the model failed (out of memory): uniform draws keep the search going */
+  while (got < max && ht_sample_unasked(b->space, &b->rng, &b->asked, &c, 1) == 1 && emit(b, &c, out, &got)) {
+  }
   return got;
 }
 
@@ -801,26 +796,9 @@ static void bo_destroy(void *state) {
   ht_config_set_free(&b->asked);
   ht_config_set_free(&b->pooled);
   ht_config_set_free(&b->expanded);
-  free(b->obs);
-  free(b->pend);
-  free(b->design);
-  free(b->gz);
-  free(b->L);
-  free(b->gy);
-  free(b->w);
-  free(b->kv);
-  free(b->pc);
-  free(b->pz);
-  free(b->V);
-  free(b->ss);
-  free(b->mu);
-  free(b->sd);
-  free(b->scr);
-  free(b->sw);
-  free(b->sok);
-  free(b->oz);
-  free(b->gobs);
-  free(b);
+  void *blocks[] = {b->obs, b->pend, b->design, b->gz, b->L,   b->gy, b->w,   b->kv, b->pc,   b->pz,
+                    b->V,   b->ss,   b->mu,     b->sd, b->scr, b->sw, b->sok, b->oz, b->gobs, b};
+  for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) free(blocks[i]);
 }
 
 static ht_status bo_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
@@ -849,9 +827,9 @@ static ht_status bo_init(void **state, ht_space *space, const ht_options *opt, u
   b->kappa = ht_options_double(opt, "kappa", 2.0);
   const char *acq = ht_options_str(opt, "acq", "lcb");
   b->lcb = strcmp(acq, "lcb") == 0;
-  int bad = (!b->lcb && strcmp(acq, "ei") != 0) || (!b->fail_model && strcmp(fail, "penalty") != 0) ||
-            b->n_init < 1 || b->n_init > 10000 || b->n_cand < 1 || b->n_cand > 1000000 || b->n_local < 0 ||
-            b->fit_max < 8 || b->fit_max > 4000 || !isfinite(b->xi) || !(b->kappa >= 0 && b->kappa < 100) ||
+  int bad = (!b->lcb && strcmp(acq, "ei") != 0) || (!b->fail_model && strcmp(fail, "penalty") != 0) || b->n_init < 1 ||
+            b->n_init > 10000 || b->n_cand < 1 || b->n_cand > 1000000 || b->n_local < 0 || b->fit_max < 8 ||
+            b->fit_max > 4000 || !isfinite(b->xi) || !(b->kappa >= 0 && b->kappa < 100) ||
             !(b->clip >= 0 && b->clip < 1e6) || !(b->outlier_z >= 0 && b->outlier_z < 1e6);
   if (bad) {
     bo_destroy(b);
@@ -863,5 +841,6 @@ static ht_status bo_init(void **state, ht_space *space, const ht_options *opt, u
   return HT_OK;
 }
 
-const ht_strategy_ops ht_strategy_bayes = {"bayes", "Bayesian optimisation: GP (Matern 5/2, ARD) + expected improvement",
-                                           bo_init, bo_ask, bo_tell, bo_destroy};
+const ht_strategy_ops ht_strategy_bayes = {
+    "bayes",   "Bayesian optimisation: GP (Matern 5/2, ARD) + expected improvement", bo_init, bo_ask, bo_tell,
+    bo_destroy};

@@ -21,7 +21,7 @@
  * Failed evaluations rank last (after every success, in asking order among themselves).
  *
  * Restarts: when the distribution has collapsed to less than a third of a grid step in every
- * parameter, when most of two generations' rounded samples in a row were repeats, when the best of
+ * parameter, when half or more of two generations' rounded samples in a row were repeats, when the best of
  * the run has not improved for 10 + 30n/lambda generations, when three generations in a row all
  * failed, or when C is ill-conditioned (1e14). IPOP (restart=ipop, default) doubles lambda at each
  * restart (up to 8x popsize); restart=plain keeps it. Every (re)start resets sigma0, C = I and the
@@ -97,7 +97,8 @@ static int build_encoding(cma *s) {
     for (int v = 0; v < n; v++) { /* insertion sort by value */
       double x = numeric ? ht_value_as_double(ht_space_value(s->space, p, v)) : v;
       int r = v;
-      while (r > 0 && (numeric ? ht_value_as_double(ht_space_value(s->space, p, s->ord[k][r - 1])) : s->ord[k][r - 1]) > x) {
+      while (r > 0 &&
+             (numeric ? ht_value_as_double(ht_space_value(s->space, p, s->ord[k][r - 1])) : s->ord[k][r - 1]) > x) {
         s->ord[k][r] = s->ord[k][r - 1];
         r--;
       }
@@ -230,7 +231,8 @@ static int sample_member(cma *s) {
     for (int k = 0; bd == INFINITY && k < N; k++) /* two parameters by one rank */
       for (int l = k + 1; l < N; l++)
         for (int q = 0; q < 4; q++) {
-          int rk = s->rank[k][c.idx[s->act[k]]] + (q & 1 ? 1 : -1), rl = s->rank[l][c.idx[s->act[l]]] + (q & 2 ? 1 : -1);
+          int rk = s->rank[k][c.idx[s->act[k]]] + (q & 1 ? 1 : -1),
+              rl = s->rank[l][c.idx[s->act[l]]] + (q & 2 ? 1 : -1);
           if (rk < 0 || rk >= s->nv[k] || rl < 0 || rl >= s->nv[l]) continue;
           t = c;
           t.idx[s->act[k]] = s->ord[k][rk];
@@ -319,6 +321,7 @@ static int need_restart(const cma *s) {
 static void update(cma *s) {
   int N = s->N, n = s->n_mem, idx[4096];
   if (n > 4096) n = 4096;
+  if (n == 0) return;
   for (int i = 0; i < n; i++) { /* stable insertion sort by f (failures, +inf, last) */
     int j = i;
     while (j > 0 && s->mem[idx[j - 1]].f > s->mem[i].f) {
@@ -338,7 +341,8 @@ static void update(cma *s) {
   if (fbest < s->run_best) {
     s->run_best = fbest;
     s->since_best = 0;
-  } else s->since_best++;
+  } else
+    s->since_best++;
   int mu = s->mu < n ? s->mu : n;
   if (s->uniform_gen) { /* the mean moves to the recombination of the best; nothing else is learnt */
     double wsum = 0;
@@ -421,7 +425,8 @@ static int cma_ask(void *state, ht_config *out, int max) {
     if (s->n_mem == 0) { /* a new generation */
       s->n_repeat = 0;
       if (s->uniform_gen) s->n_mem = add_uniform(s, s->lambda);
-      while (s->n_mem < s->lambda && sample_member(s)) {}
+      while (s->n_mem < s->lambda && sample_member(s)) {
+      }
       if (s->n_mem == 0) return got;
     } else if (s->n_out == s->n_mem && !sample_member(s)) /* all out, some untold: one more */
       return got;
@@ -471,8 +476,8 @@ static ht_status cma_init(void **state, ht_space *space, const ht_options *opt, 
   const char *rs = ht_options_str(opt, "restart", "ipop"), *st = ht_options_str(opt, "start", "uniform");
   s->start_uniform = strcmp(st, "uniform") == 0;
   s->ipop = strcmp(rs, "ipop") == 0;
-  if ((!s->ipop && strcmp(rs, "plain") != 0) || (!s->start_uniform && strcmp(st, "point") != 0) || s->lambda0 < 2 || s->lambda0 > 1024 || !(s->sigma0 > 0) ||
-      !(s->sigma0 <= 10)) {
+  if ((!s->ipop && strcmp(rs, "plain") != 0) || (!s->start_uniform && strcmp(st, "point") != 0) || s->lambda0 < 2 ||
+      s->lambda0 > 1024 || !(s->sigma0 > 0) || !(s->sigma0 <= 10)) {
     cma_destroy(s);
     return ht_error(HT_ERR_INVALID, "cmaes: options: popsize 2..1024, sigma0 in (0, 10], restart=ipop|plain");
   }
@@ -481,5 +486,6 @@ static ht_status cma_init(void **state, ht_space *space, const ht_options *opt, 
   return HT_OK;
 }
 
-const ht_strategy_ops ht_strategy_cmaes = {"cmaes", "CMA-ES on index-encoded parameters, repaired samples, IPOP restarts",
-                                           cma_init, cma_ask, cma_tell, cma_destroy};
+const ht_strategy_ops ht_strategy_cmaes = {
+    "cmaes",    "CMA-ES on index-encoded parameters, repaired samples, IPOP restarts", cma_init, cma_ask, cma_tell,
+    cma_destroy};
