@@ -67,21 +67,24 @@ const double *ht_config_set_value(const ht_config_set *s, const ht_config *c) {
 }
 
 /* Draws in rounds; when the unasked part is small, the draws mostly hit asked configs, so after a
- * few rounds the whole valid list is scanned instead (fine: such spaces are small). */
+ * few rounds the whole valid list is scanned instead (fine: such spaces are small). `taken` holds
+ * what this call already picked, so de-duplication stays linear. */
+static int take(const ht_config_set *asked, ht_config_set *taken, const ht_config *c) {
+  return !ht_config_set_has(asked, c) && ht_config_set_add(taken, c) == 1;
+}
+
 int ht_sample_unasked(ht_space *space, ht_rng *rng, const ht_config_set *asked, ht_config *out, int max) {
   uint64_t count = 0;
   if (max <= 0 || ht_space_count(space, &count) || count <= asked->n) return 0;
   int got = 0;
   ht_config *draw = malloc(sizeof(ht_config) * (size_t)max);
+  ht_config_set taken = {0};
   if (!draw) return 0;
   for (int round = 0; round < 8 && got < max; round++) {
     int n = 0;
     if (ht_space_sample(space, rng, max, draw, &n)) break;
-    for (int i = 0; i < n && got < max; i++) {
-      int dup = ht_config_set_has(asked, &draw[i]);
-      for (int j = 0; j < got && !dup; j++) dup = ht_config_equal(&out[j], &draw[i]);
-      if (!dup) out[got++] = draw[i];
-    }
+    for (int i = 0; i < n && got < max; i++)
+      if (take(asked, &taken, &draw[i])) out[got++] = draw[i];
   }
   free(draw);
   if (got < max && count <= (UINT64_C(1) << 24)) { /* scan from a random start */
@@ -89,10 +92,9 @@ int ht_sample_unasked(ht_space *space, ht_rng *rng, const ht_config_set *asked, 
     for (uint64_t k = 0; k < count && got < max; k++) {
       ht_config c;
       if (ht_space_get(space, (start + k) % count, &c)) break;
-      int dup = ht_config_set_has(asked, &c);
-      for (int j = 0; j < got && !dup; j++) dup = ht_config_equal(&out[j], &c);
-      if (!dup) out[got++] = c;
+      if (take(asked, &taken, &c)) out[got++] = c;
     }
   }
+  ht_config_set_free(&taken);
   return got;
 }
