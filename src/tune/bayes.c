@@ -504,8 +504,8 @@ static int targets(bo *b, double *y, int *gi) {
   return n;
 }
 
-/* Up to max uniform unasked configs, not in the pool. ht_space_sample gives distinct configs; the
- * shared ht_sample_unasked compares each draw with every earlier one, too slow for a pool. */
+/* Up to max uniform configs neither asked nor in the pool: one ht_space_sample call (distinct
+ * configs) filtered here, so a refill never returns what the pool already holds. */
 static int draw_unasked(bo *b, ht_config *out, int max) {
   int got = 0, n = 0;
   if (ht_space_sample(b->space, &b->rng, max, out, &got)) got = 0;
