@@ -10,7 +10,7 @@ PACKAGES="build-essential cmake pkg-config git
   libjansson-dev
   libffi-dev
   libopenblas-dev liblapacke-dev
-  libxgboost-dev
+  libxgboost-dev libsvm-dev
   libhwloc-dev"
 
 missing=""

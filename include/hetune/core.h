@@ -110,6 +110,7 @@ const char *ht_cache_dir(void);
 /* A growable string buffer. */
 typedef struct ht_buf { char *data; size_t len, cap; int failed; } ht_buf;
 void ht_buf_append(ht_buf *b, const char *s);
+void ht_buf_append_bytes(ht_buf *b, const void *data, size_t n); /* may hold NULs; stays NUL-terminated */
 void ht_buf_appendf(ht_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ht_buf_free(ht_buf *b);
 

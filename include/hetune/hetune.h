@@ -10,5 +10,6 @@
 #include "hetune/spec.h"
 #include "hetune/measure.h"
 #include "hetune/tune.h"
+#include "hetune/model.h"
 #include "hetune/replay.h"
 #endif

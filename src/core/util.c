@@ -185,6 +185,14 @@ void ht_buf_append(ht_buf *b, const char *s) {
   b->len += n;
 }
 
+void ht_buf_append_bytes(ht_buf *b, const void *data, size_t n) {
+  buf_reserve(b, n);
+  if (b->failed) return;
+  memcpy(b->data + b->len, data, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+
 void ht_buf_appendf(ht_buf *b, const char *fmt, ...) {
   va_list ap, ap2;
   va_start(ap, fmt);

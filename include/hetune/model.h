@@ -1,0 +1,84 @@
+/* Prediction: datasets of measured times with their feature vectors, predictors behind one
+ * interface (one file each in src/model/, one row in the registry), and their evaluation
+ * (docs/prediction.md). */
+#ifndef HETUNE_MODEL_H
+#define HETUNE_MODEL_H
+
+#include <stdint.h>
+
+#include "hetune/core.h"
+#include "hetune/tune.h" /* ht_options */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- datasets ---- */
+
+/* Rows of (features -> measured time). Rows measured for the same problem (one kernel, device and
+ * assignment of problem sizes) share a group: ranking metrics compare the configs of one group. */
+typedef struct ht_dataset {
+  int n_rows, n_features;
+  char **names;      /* n_features feature names ("size:N", "work", "param:TX", "ptx:l_mr", ...) */
+  double *x;         /* n_rows x n_features, row-major */
+  double *y;         /* measured time in seconds, > 0 */
+  int *group;        /* 0 .. n_groups-1 */
+  int n_groups;
+  double *work;      /* the row's problem size as one number (product of the problem sizes) */
+  char **group_label; /* n_groups texts "kernel device problem" (may be NULL) */
+} ht_dataset;
+
+/* An empty dataset with room for n_rows x n_features (names NULL, values 0). */
+ht_status ht_dataset_create(int n_rows, int n_features, ht_dataset **out);
+void ht_dataset_destroy(ht_dataset *d);
+/* The rows listed (in that order), groups renumbered densely. */
+ht_status ht_dataset_subset(const ht_dataset *d, const int *rows, int n, ht_dataset **out);
+/* Index of a feature by name, -1 when absent. */
+int ht_dataset_feature(const ht_dataset *d, const char *name);
+
+/* ---- models ---- */
+
+/* A predictor of one number from a feature vector. The wrapper (ht_model_*) chooses what the
+ * number is (log time by default) and feeds the model a dataset whose y holds it; models never
+ * see the transform. fit must not keep pointers into the dataset. A model that cannot be fitted
+ * to the data (too few rows, singular system) returns HT_ERR_INVALID with a reason. */
+typedef struct ht_model_ops {
+  const char *name;    /* "linear", "knn", "mlp", "elm", "svr", "gbt", "starpu", "ranking", ... */
+  const char *summary; /* one line for --help */
+  /* The target the wrapper uses unless told otherwise: "log" (log time), "rate" (log of time per
+   * unit of work) or "time" (seconds). */
+  const char *default_target;
+  ht_status (*fit)(void **state, const ht_dataset *train, const ht_options *opt, uint64_t seed);
+  double (*predict)(const void *state, const double *x);
+  /* Serialisation for the store: bytes the same build's load() turns back into the model.
+   * load() of truncated or corrupt bytes returns HT_ERR_PARSE, never crashes. */
+  ht_status (*save)(const void *state, ht_buf *out);
+  ht_status (*load)(void **state, const char *data, size_t len);
+  void (*destroy)(void *state);
+} ht_model_ops;
+
+int ht_model_kind_count(void);
+const ht_model_ops *ht_model_kind_at(int i);
+const ht_model_ops *ht_model_kind_find(const char *name);
+
+/* A fitted model with its target transform and routing (one sub-model per decade of work when
+ * fitted with route=decade). Options are the wrapper's (target=log|rate|time, route=none|decade,
+ * route_min=N) plus the model's own; an option nobody knows is an error. */
+typedef struct ht_model ht_model;
+ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *options, uint64_t seed,
+                       ht_model **out);
+/* Predicted time in seconds for one feature vector laid out as the training dataset's. */
+double ht_model_predict(const ht_model *m, const double *x);
+const char *ht_model_kind(const ht_model *m);
+const char *ht_model_options(const ht_model *m);
+int ht_model_n_features(const ht_model *m);
+const char *ht_model_feature_name(const ht_model *m, int i);
+/* Bytes that ht_model_load() turns back into the model (feature names included). */
+ht_status ht_model_save(const ht_model *m, ht_buf *out);
+ht_status ht_model_load(const char *data, size_t len, ht_model **out);
+void ht_model_destroy(ht_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,285 @@
+/* The model wrapper: target transform, routing by decade of problem size (reference 000's one
+ * network per order of magnitude), feature names and serialisation around one registered model.
+ *
+ * Targets: "log" fits log(time); "rate" fits log(time / work), so a model that cannot extrapolate
+ * (trees, neighbours) still predicts constant throughput beyond the sizes it saw; "time" fits
+ * seconds. Routing: route=decade fits one sub-model per decade of the "work" feature, merging
+ * neighbouring decades until each has route_min rows (default 20). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_util.h"
+
+typedef enum target { TARGET_TIME = 0, TARGET_LOG = 1, TARGET_RATE = 2 } target;
+
+typedef struct route {
+  double lo_decade; /* rows with floor(log10(work)) >= lo_decade (and below the next route) */
+  void *state;
+} route;
+
+struct ht_model {
+  const ht_model_ops *ops;
+  char *options;
+  target tgt;
+  int n_features;
+  char **names;
+  int work_index; /* -1 when there is no "work" feature */
+  int n_routes;
+  route *routes;
+};
+
+static ht_status parse_target(const char *s, target *t) {
+  if (strcmp(s, "log") == 0) *t = TARGET_LOG;
+  else if (strcmp(s, "rate") == 0) *t = TARGET_RATE;
+  else if (strcmp(s, "time") == 0) *t = TARGET_TIME;
+  else return ht_error(HT_ERR_INVALID, "model option target=%s: expected log, rate or time", s);
+  return HT_OK;
+}
+
+static double work_of(const ht_model *m, const double *x) { return m->work_index >= 0 ? x[m->work_index] : 1; }
+
+static double decade_of(double work) { return work > 0 ? floor(log10(work)) : 0; }
+
+static double to_target(target t, double time, double work) {
+  switch (t) {
+  case TARGET_LOG: return log(time);
+  case TARGET_RATE: return log(time / (work > 0 ? work : 1));
+  default: return time;
+  }
+}
+
+static double from_target(target t, double v, double work) {
+  switch (t) {
+  case TARGET_LOG: return exp(v);
+  case TARGET_RATE: return exp(v) * (work > 0 ? work : 1);
+  default: return v;
+  }
+}
+
+static void model_free_routes(ht_model *m) {
+  for (int r = 0; r < m->n_routes; r++)
+    if (m->routes[r].state) m->ops->destroy(m->routes[r].state);
+  free(m->routes);
+  m->routes = NULL;
+  m->n_routes = 0;
+}
+
+void ht_model_destroy(ht_model *m) {
+  if (!m) return;
+  if (m->ops) model_free_routes(m);
+  for (int j = 0; m->names && j < m->n_features; j++) free(m->names[j]);
+  free(m->names);
+  free(m->options);
+  free(m);
+}
+
+static ht_status copy_feature_names(ht_model *m, char **names, int n) {
+  m->n_features = n;
+  m->names = calloc((size_t)n + 1, sizeof *m->names);
+  if (!m->names) return ht_error(HT_ERR_NOMEM, "out of memory");
+  m->work_index = -1;
+  for (int j = 0; j < n; j++) {
+    m->names[j] = ht_strdup(names[j] ? names[j] : "");
+    if (!m->names[j]) return ht_error(HT_ERR_NOMEM, "out of memory");
+    if (strcmp(m->names[j], "work") == 0) m->work_index = j;
+  }
+  return HT_OK;
+}
+
+/* Decade boundaries: walk decades upwards, closing a route once it holds min_rows rows; a short
+ * last route joins the previous one. */
+static int plan_routes(const ht_dataset *d, int min_rows, double *lo, int max_routes) {
+  double *dec = malloc((size_t)(d->n_rows + 1) * sizeof *dec);
+  if (!dec) return -1;
+  for (int i = 0; i < d->n_rows; i++) dec[i] = decade_of(d->work[i]);
+  double cur = INFINITY;
+  for (int i = 0; i < d->n_rows; i++) cur = fmin(cur, dec[i]);
+  int n = 0;
+  while (isfinite(cur) && n < max_routes) {
+    int count = 0;
+    double next = cur;
+    lo[n] = cur;
+    for (;;) {
+      double nxt = INFINITY;
+      for (int i = 0; i < d->n_rows; i++) {
+        if (dec[i] == next) count++;
+        if (dec[i] > next) nxt = fmin(nxt, dec[i]);
+      }
+      next = nxt;
+      if (count >= min_rows || !isfinite(next)) break;
+    }
+    if (count < min_rows && n > 0) break; /* too few at the top: the previous route takes them */
+    n++;
+    cur = next;
+  }
+  free(dec);
+  return n ? n : 1;
+}
+
+static ht_status fit_route(ht_model *m, const ht_dataset *d, double lo, double hi, const ht_options *opt,
+                           uint64_t seed, void **state) {
+  int *rows = malloc((size_t)(d->n_rows + 1) * sizeof *rows), n = 0;
+  if (!rows) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < d->n_rows; i++) {
+    double dec = decade_of(d->work[i]);
+    if (dec >= lo && dec < hi) rows[n++] = i;
+  }
+  ht_dataset *sub;
+  ht_status st = ht_dataset_subset(d, rows, n, &sub);
+  free(rows);
+  if (st) return st;
+  for (int i = 0; i < sub->n_rows; i++) sub->y[i] = to_target(m->tgt, sub->y[i], sub->work[i]);
+  st = m->ops->fit(state, sub, opt, seed);
+  ht_dataset_destroy(sub);
+  return st;
+}
+
+static ht_status check_training_data(const char *kind, const ht_dataset *d) {
+  if (d->n_rows < 1) return ht_error(HT_ERR_INVALID, "%s: no training rows", kind);
+  for (int i = 0; i < d->n_rows; i++)
+    if (!(d->y[i] > 0) || !isfinite(d->y[i]))
+      return ht_error(HT_ERR_INVALID, "%s: training row %d has time %g (must be a positive number)", kind, i, d->y[i]);
+  return HT_OK;
+}
+
+static ht_status fit_all(ht_model *m, const ht_dataset *train, const ht_options *opt, uint64_t seed) {
+  int routed = strcmp(ht_options_str(opt, "route", "none"), "decade") == 0;
+  if (!routed && strcmp(ht_options_str(opt, "route", "none"), "none") != 0)
+    return ht_error(HT_ERR_INVALID, "model option route=%s: expected none or decade", ht_options_str(opt, "route", ""));
+  int min_rows = (int)ht_options_int(opt, "route_min", 20);
+  if ((routed || m->tgt == TARGET_RATE) && m->work_index < 0)
+    return ht_error(HT_ERR_INVALID, "%s: route=decade and target=rate need a feature named \"work\"", m->ops->name);
+  double lo[64];
+  int n = routed ? plan_routes(train, min_rows < 1 ? 1 : min_rows, lo, 64) : 1;
+  if (n < 0) return ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!routed) lo[0] = -INFINITY;
+  m->routes = calloc((size_t)n, sizeof *m->routes);
+  if (!m->routes) return ht_error(HT_ERR_NOMEM, "out of memory");
+  m->n_routes = n;
+  for (int r = 0; r < n; r++) {
+    m->routes[r].lo_decade = r == 0 ? -INFINITY : lo[r];
+    double hi = r + 1 < n ? lo[r + 1] : INFINITY;
+    ht_status st = fit_route(m, train, m->routes[r].lo_decade, hi, opt, seed + (uint64_t)r, &m->routes[r].state);
+    if (st) return ht_error_prefix(st, "%s%s: ", m->ops->name, routed ? " (one decade's model)" : "");
+  }
+  return HT_OK;
+}
+
+ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *options, uint64_t seed,
+                       ht_model **out) {
+  *out = NULL;
+  const ht_model_ops *ops = ht_model_kind_find(kind);
+  if (!ops) return ht_error(HT_ERR_NOTFOUND, "unknown model '%s' (hetune model kinds lists them)", kind);
+  ht_status st = check_training_data(kind, train);
+  if (st) return st;
+  ht_options *opt;
+  if ((st = ht_options_parse(options, &opt))) return ht_error_prefix(st, "model options: ");
+  ht_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    ht_options_destroy(opt);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  m->ops = ops;
+  m->options = ht_strdup(options ? options : "");
+  st = parse_target(ht_options_str(opt, "target", ops->default_target), &m->tgt);
+  if (!st) st = copy_feature_names(m, train->names, train->n_features);
+  if (!st) st = fit_all(m, train, opt, seed);
+  char *unused = st ? NULL : ht_options_unused(opt);
+  if (unused) st = ht_error(HT_ERR_INVALID, "model %s: unknown option(s) %s", kind, unused);
+  free(unused);
+  ht_options_destroy(opt);
+  if (st) {
+    ht_model_destroy(m);
+    return st;
+  }
+  *out = m;
+  return HT_OK;
+}
+
+double ht_model_predict(const ht_model *m, const double *x) {
+  double work = work_of(m, x);
+  int r = 0;
+  if (m->n_routes > 1) {
+    double dec = decade_of(work);
+    while (r + 1 < m->n_routes && dec >= m->routes[r + 1].lo_decade) r++;
+  }
+  return from_target(m->tgt, m->ops->predict(m->routes[r].state, x), work);
+}
+
+const char *ht_model_kind(const ht_model *m) { return m->ops->name; }
+const char *ht_model_options(const ht_model *m) { return m->options; }
+int ht_model_n_features(const ht_model *m) { return m->n_features; }
+const char *ht_model_feature_name(const ht_model *m, int i) {
+  return i >= 0 && i < m->n_features ? m->names[i] : NULL;
+}
+
+ht_status ht_model_save(const ht_model *m, ht_buf *out) {
+  mu_put_tag(out, "HTMODEL1");
+  mu_put_str(out, m->ops->name);
+  mu_put_str(out, m->options);
+  mu_put_i64(out, m->tgt);
+  mu_put_i64(out, m->n_features);
+  for (int j = 0; j < m->n_features; j++) mu_put_str(out, m->names[j]);
+  mu_put_i64(out, m->n_routes);
+  for (int r = 0; r < m->n_routes; r++) {
+    ht_buf sub = {0};
+    ht_status st = m->ops->save(m->routes[r].state, &sub);
+    if (!st && sub.failed) st = ht_error(HT_ERR_NOMEM, "out of memory saving a model");
+    if (st) {
+      ht_buf_free(&sub);
+      return st;
+    }
+    mu_put_f64(out, m->routes[r].lo_decade);
+    mu_put_bytes(out, sub.data ? sub.data : "", (int64_t)sub.len);
+    ht_buf_free(&sub);
+  }
+  return out->failed ? ht_error(HT_ERR_NOMEM, "out of memory saving a model") : HT_OK;
+}
+
+static ht_status load_header(mu_reader *r, ht_model *m) {
+  if (!mu_get_tag(r, "HTMODEL1")) return ht_error(HT_ERR_PARSE, "not a hetune model (bad magic)");
+  char *kind = mu_get_str(r);
+  m->ops = kind ? ht_model_kind_find(kind) : NULL;
+  ht_status st = HT_OK;
+  if (kind && !m->ops) st = ht_error(HT_ERR_NOTFOUND, "saved model of unknown kind '%s'", kind);
+  free(kind);
+  if (st) return st;
+  m->options = mu_get_str(r);
+  m->tgt = (target)mu_get_count(r, TARGET_TIME, TARGET_RATE);
+  int n = (int)mu_get_count(r, 0, 1 << 16);
+  char **names = calloc((size_t)n + 1, sizeof *names);
+  if (!names) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int j = 0; j < n; j++) names[j] = mu_get_str(r);
+  st = r->failed ? ht_error(HT_ERR_PARSE, "saved model: truncated header") : copy_feature_names(m, names, n);
+  for (int j = 0; j < n; j++) free(names[j]);
+  free(names);
+  return st;
+}
+
+ht_status ht_model_load(const char *data, size_t len, ht_model **out) {
+  *out = NULL;
+  mu_reader r;
+  mu_reader_init(&r, data, len);
+  ht_model *m = calloc(1, sizeof *m);
+  if (!m) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status st = load_header(&r, m);
+  int n = st ? 0 : (int)mu_get_count(&r, 1, 64);
+  if (!st && r.failed) st = ht_error(HT_ERR_PARSE, "saved model: bad route count");
+  if (!st && !(m->routes = calloc((size_t)n, sizeof *m->routes))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; !st && i < n; i++) {
+    m->n_routes = i + 1;
+    m->routes[i].lo_decade = mu_get_f64(&r);
+    int64_t blen = mu_get_count(&r, 0, (int64_t)len);
+    const void *blob = mu_get_bytes(&r, blen);
+    if (!blob) st = ht_error(HT_ERR_PARSE, "saved %s model: truncated", m->ops->name);
+    else st = m->ops->load(&m->routes[i].state, blob, (size_t)blen);
+  }
+  if (!st) st = mu_reader_finish(&r, m->ops->name);
+  if (st) {
+    ht_model_destroy(m);
+    return st;
+  }
+  *out = m;
+  return HT_OK;
+}

@@ -1,0 +1,60 @@
+/* What the models share: bounds-checked binary serialisation, input scaling, regularised least
+ * squares and the registry's ops type. Internal to src/model/. */
+#ifndef HETUNE_MODEL_UTIL_H
+#define HETUNE_MODEL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetune/model.h"
+
+/* ---- serialisation: little-endian fixed-width values; a reader that runs past the end or
+ * meets an implausible length sets failed and returns zeros, so load() checks once at the end. */
+void mu_put_tag(ht_buf *b, const char *tag); /* up to 8 chars, padded: identifies the model kind */
+void mu_put_i64(ht_buf *b, int64_t v);
+void mu_put_f64(ht_buf *b, double v);
+void mu_put_f64s(ht_buf *b, const double *v, int64_t n);
+void mu_put_str(ht_buf *b, const char *s); /* NULL written as "" */
+void mu_put_bytes(ht_buf *b, const void *data, int64_t n);
+
+typedef struct mu_reader {
+  const unsigned char *p;
+  size_t len, pos;
+  int failed;
+} mu_reader;
+void mu_reader_init(mu_reader *r, const char *data, size_t len);
+int mu_get_tag(mu_reader *r, const char *tag); /* 1 when the next tag is this one */
+int64_t mu_get_i64(mu_reader *r);
+/* An i64 that must lie in [lo, hi] (a count or size): otherwise failed, returns lo. */
+int64_t mu_get_count(mu_reader *r, int64_t lo, int64_t hi);
+double mu_get_f64(mu_reader *r);
+/* n doubles into a new array (NULL and failed when they are not all there). */
+double *mu_get_f64s(mu_reader *r, int64_t n);
+char *mu_get_str(mu_reader *r); /* malloc'ed */
+/* n raw bytes: a pointer into the input (not copied), NULL and failed when short. */
+const void *mu_get_bytes(mu_reader *r, int64_t n);
+/* HT_OK when nothing failed and everything was read, else HT_ERR_PARSE naming the model kind. */
+ht_status mu_reader_finish(const mu_reader *r, const char *kind);
+
+/* ---- input scaling: out[j] = (x[j] - offset[j]) * scale[j]; constant columns map to 0 ---- */
+typedef struct mu_scaler {
+  int n;
+  double *offset, *scale;
+} mu_scaler;
+typedef enum mu_scaling { MU_MINMAX = 0, MU_ZSCORE = 1 } mu_scaling;
+ht_status mu_scaler_fit(mu_scaler *s, const ht_dataset *d, mu_scaling how);
+void mu_scaler_apply(const mu_scaler *s, const double *x, double *out);
+void mu_scaler_save(const mu_scaler *s, ht_buf *b);
+int mu_scaler_load(mu_scaler *s, mu_reader *r); /* 0 on success */
+void mu_scaler_free(mu_scaler *s);
+
+/* ---- least squares: w (p) minimising |A w - y|^2 + lambda |w|^2 for row-major A (n x p);
+ * lambda applies to every column (callers leave an intercept unpenalised by centring).
+ * HT_ERR_INVALID when the system is singular. */
+ht_status mu_ridge(const double *a, int n, int p, const double *y, double lambda, double *w);
+
+/* Mean and standard deviation of y (sd 1 when y is constant): targets are standardised by models
+ * that train with fixed step sizes. */
+void mu_target_stats(const ht_dataset *d, double *mean, double *sd);
+
+#endif

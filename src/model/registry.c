@@ -1,0 +1,17 @@
+/* The model registry: adding a model is one file and one line here. */
+#include <string.h>
+
+#include "hetune/model.h"
+
+static const ht_model_ops *const kinds[] = {
+  NULL, /* keeps the table valid while it is empty; not counted */
+};
+
+int ht_model_kind_count(void) { return (int)(sizeof kinds / sizeof kinds[0]) - 1; }
+const ht_model_ops *ht_model_kind_at(int i) { return i >= 0 && i < ht_model_kind_count() ? kinds[i] : NULL; }
+
+const ht_model_ops *ht_model_kind_find(const char *name) {
+  for (int i = 0; i < ht_model_kind_count(); i++)
+    if (strcmp(kinds[i]->name, name) == 0) return kinds[i];
+  return NULL;
+}
