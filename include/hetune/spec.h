@@ -71,6 +71,7 @@ typedef struct ht_spec {
   int n_metrics;
   char **metric_names;
   ht_expr **metrics;
+  ht_expr *work_flops, *work_bytes; /* "work": what one run computes and moves (NULL when not given) */
   /* The variable table every expression of the spec is compiled against:
    * [params..., sizes..., device constants..., time_s, time_ms]. */
   int n_names;

@@ -300,6 +300,26 @@ static ht_status parse_metrics(spec_ctx *c, json_t *root) {
   return HT_OK;
 }
 
+/* "work": {"flops": expr, "bytes": expr}: what one run computes and moves, for prediction features
+ * (arithmetic intensity). Either may be absent. */
+static ht_status parse_work(spec_ctx *c, json_t *root) {
+  json_t *w = json_object_get(root, "work");
+  if (!w) return HT_OK;
+  if (!json_is_object(w))
+    return spec_fail(c, "work", NULL, HT_ERR_INVALID, "\"work\" must be {\"flops\": expression, \"bytes\": expression}");
+  const char *key;
+  json_t *v;
+  json_object_foreach(w, key, v) {
+    ht_expr **slot = strcmp(key, "flops") == 0 ? &c->spec->work_flops : strcmp(key, "bytes") == 0 ? &c->spec->work_bytes : NULL;
+    if (!slot) return spec_fail(c, "work", NULL, HT_ERR_INVALID, "work.%s: unknown field (expected flops or bytes)", key);
+    char field[64];
+    snprintf(field, sizeof field, "work.%s", key);
+    ht_status st = spec_expr(c, v, field, slot);
+    if (st) return st;
+  }
+  return HT_OK;
+}
+
 static ht_status parse_tolerance(spec_ctx *c, json_t *root) {
   ht_spec *s = c->spec;
   s->rtol = s->atol = -1;
@@ -339,7 +359,8 @@ static ht_status parse_root(spec_ctx *c, json_t *root) {
     if ((st = spec_parse_kernel(c, ref, "reference.", &s->reference))) return st;
     s->has_reference = 1;
   }
-  if ((st = parse_constraints(c, root)) || (st = parse_metrics(c, root)) || (st = parse_tolerance(c, root)))
+  if ((st = parse_constraints(c, root)) || (st = parse_metrics(c, root)) || (st = parse_work(c, root)) ||
+      (st = parse_tolerance(c, root)))
     return st;
   return spec_hash(c, root);
 }

@@ -281,7 +281,7 @@ ht_status spec_hash(spec_ctx *c, json_t *root) {
   ht_spec *s = c->spec;
   json_t *copy = json_deep_copy(root);
   if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
-  const char *skip[] = {"sizes", "parameters", "constraints", "metrics", "name"};
+  const char *skip[] = {"sizes", "parameters", "constraints", "metrics", "work", "name"};
   for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) json_object_del(copy, skip[i]);
   char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT);
   json_decref(copy);
@@ -438,6 +438,8 @@ void ht_spec_destroy(ht_spec *s) {
   }
   free(s->metric_names);
   free(s->metrics);
+  ht_expr_destroy(s->work_flops);
+  ht_expr_destroy(s->work_bytes);
   free(s->names);
   free(s->name);
   free(s->path);
