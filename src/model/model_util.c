@@ -1,6 +1,7 @@
 /* Serialisation, scaling and least squares shared by the models. */
 #include "model/model_util.h"
 
+#include <errno.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
@@ -241,4 +242,34 @@ void mu_target_stats(const ht_dataset *d, double *mean, double *sd) {
   double v = d->n_rows > 1 ? sqrt(s2 / (d->n_rows - 1)) : 0;
   *mean = m;
   *sd = v > 0 ? v : 1;
+}
+
+/* ---- checked options ---- */
+
+ht_status mu_opt_int(const ht_options *o, const char *kind, const char *key, int64_t def, int64_t lo, int64_t hi,
+                     int64_t *out) {
+  const char *v = ht_options_str(o, key, NULL);
+  *out = def;
+  if (!v) return HT_OK;
+  char *end = NULL;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (end == v || *end || errno || x < lo || x > hi)
+    return ht_error(HT_ERR_INVALID, "%s option %s=%s: expected a whole number in [%lld, %lld]", kind, key, v,
+                    (long long)lo, (long long)hi);
+  *out = x;
+  return HT_OK;
+}
+
+ht_status mu_opt_double(const ht_options *o, const char *kind, const char *key, double def, double lo, double hi,
+                        double *out) {
+  const char *v = ht_options_str(o, key, NULL);
+  *out = def;
+  if (!v) return HT_OK;
+  char *end = NULL;
+  double x = strtod(v, &end);
+  if (end == v || *end || !isfinite(x) || x < lo || x > hi)
+    return ht_error(HT_ERR_INVALID, "%s option %s=%s: expected a number in [%g, %g]", kind, key, v, lo, hi);
+  *out = x;
+  return HT_OK;
 }

@@ -57,4 +57,11 @@ ht_status mu_ridge(const double *a, int n, int p, const double *y, double lambda
  * that train with fixed step sizes. */
 void mu_target_stats(const ht_dataset *d, double *mean, double *sd);
 
+/* ---- numeric options, checked: a value that is not a whole number (or number) or lies outside
+ * [lo, hi] is HT_ERR_INVALID naming the model and option; absent gives def. */
+ht_status mu_opt_int(const ht_options *o, const char *kind, const char *key, int64_t def, int64_t lo, int64_t hi,
+                     int64_t *out);
+ht_status mu_opt_double(const ht_options *o, const char *kind, const char *key, double def, double lo, double hi,
+                        double *out);
+
 #endif
