@@ -7,78 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/csv.h"
 #include "tune/recorded_internal.h"
 
-/* ---- CSV (RFC 4180: quoted fields may hold commas, quotes and newlines) ---- */
-typedef struct csv_row {
-  char **f;
-  int n, cap;
-} csv_row;
-
-static void row_clear(csv_row *r) {
-  for (int i = 0; i < r->n; i++) free(r->f[i]);
-  r->n = 0;
-}
-
-static int row_push(csv_row *r, const char *s, size_t len) {
-  if (r->n == r->cap) {
-    int cap = r->cap ? 2 * r->cap : 32;
-    char **f = realloc(r->f, (size_t)cap * sizeof *f);
-    if (!f) return 0;
-    r->f = f;
-    r->cap = cap;
-  }
-  char *v = malloc(len + 1);
-  if (!v) return 0;
-  memcpy(v, s, len);
-  v[len] = '\0';
-  r->f[r->n++] = v;
-  return 1;
-}
-
-/* Reads the record at *pos into r; returns 0 at the end of the text, -1 on a malformed field. */
-static int csv_next(const char *text, size_t *pos, csv_row *r, char *scratch) {
-  size_t i = *pos;
-  row_clear(r);
-  if (!text[i]) return 0;
-  for (;;) {
-    size_t len = 0;
-    if (text[i] == '"') {
-      for (i++;; i++) {
-        if (!text[i]) return -1;
-        if (text[i] == '"' && text[i + 1] == '"') scratch[len++] = text[i++];
-        else if (text[i] == '"') break;
-        else scratch[len++] = text[i];
-      }
-      i++;
-    } else
-      while (text[i] && text[i] != ',' && text[i] != '\n' && text[i] != '\r') scratch[len++] = text[i++];
-    if (!row_push(r, scratch, len)) return -1;
-    if (text[i] == ',') {
-      i++;
-      continue;
-    }
-    if (text[i] == '\r') i++;
-    if (text[i] == '\n') i++;
-    else if (text[i]) return -1;
-    *pos = i;
-    return 1;
-  }
-}
-
-static int col(const csv_row *head, const char *name) {
-  for (int i = 0; i < head->n; i++)
-    if (strcmp(head->f[i], name) == 0) return i;
-  return -1;
-}
-
-static double num_at(const csv_row *r, int c) {
+/* ---- CSV ---- */
+static double num_at(const ht_csv_row *r, int c) {
   if (c < 0 || c >= r->n || !r->f[c][0]) return NAN;
   return strtod(r->f[c], NULL);
 }
 
 /* What an evaluation cost: the recorded wall time, or its parts when wall_s is absent. */
-static double csv_cost(const csv_row *r, const int *c) {
+static double csv_cost(const ht_csv_row *r, const int *c) {
   double wall = num_at(r, c[0]);
   if (isfinite(wall)) return wall;
   double sum = 0;
@@ -89,7 +28,7 @@ static double csv_cost(const csv_row *r, const int *c) {
   return sum;
 }
 
-static ht_status csv_row_add(rec_builder *b, const csv_row *head, const csv_row *r, const int *c, size_t line) {
+static ht_status csv_row_add(rec_builder *b, const ht_csv_row *head, const ht_csv_row *r, const int *c, size_t line) {
   if (r->n != head->n)
     return ht_error(HT_ERR_PARSE, "%s: line %zu has %d fields, the header %d", b->source, line, r->n, head->n);
   rec_outcome o = {HT_EVAL_OK, num_at(r, c[7]), csv_cost(r, c)};
@@ -101,29 +40,27 @@ static ht_status csv_row_add(rec_builder *b, const csv_row *head, const csv_row 
 }
 
 static ht_status load_csv(rec_builder *b, const char *text, size_t len) {
-  csv_row head = {0}, r = {0};
+  ht_csv_row head = {0}, r = {0};
   char *scratch = malloc(len + 1);
   size_t pos = 0, line = 1;
   ht_status st = HT_OK;
   if (!scratch) return ht_error(HT_ERR_NOMEM, "out of memory");
-  if (csv_next(text, &pos, &head, scratch) != 1) st = ht_error(HT_ERR_PARSE, "%s: no CSV header", b->source);
+  if (ht_csv_next(text, &pos, &head, scratch) != 1) st = ht_error(HT_ERR_PARSE, "%s: no CSV header", b->source);
   static const char *const names[] = {"wall_s", "compile_s", "verify_s", "framework_s", "mean_s", "n_samples",
                                       "status", "time_s", "config", "kernel", "device_id", "problem"};
   int c[12];
-  for (int k = 0; k < 12; k++) c[k] = col(&head, names[k]);
+  for (int k = 0; k < 12; k++) c[k] = ht_csv_col(&head, names[k]);
   for (int k = 6; !st && k <= 8; k++)
     if (c[k] < 0) st = ht_error(HT_ERR_PARSE, "%s: the CSV header has no '%s' column (write it with hetune export --format csv)", b->source, names[k]);
   while (!st) {
-    int got = csv_next(text, &pos, &r, scratch);
+    int got = ht_csv_next(text, &pos, &r, scratch);
     line++;
     if (got == 0) break;
     if (got < 0) st = ht_error(HT_ERR_PARSE, "%s: line %zu: malformed CSV", b->source, line);
     else if (!(r.n == 1 && !r.f[0][0])) st = csv_row_add(b, &head, &r, c, line);
   }
-  row_clear(&head);
-  row_clear(&r);
-  free(head.f);
-  free(r.f);
+  ht_csv_row_free(&head);
+  ht_csv_row_free(&r);
   free(scratch);
   return st;
 }
