@@ -7,6 +7,9 @@
 #include <stdint.h>
 
 #include "hetune/core.h"
+#include "hetune/device.h"
+#include "hetune/spec.h"
+#include "hetune/store.h"
 #include "hetune/tune.h" /* ht_options */
 
 #ifdef __cplusplus
@@ -35,6 +38,32 @@ void ht_dataset_destroy(ht_dataset *d);
 ht_status ht_dataset_subset(const ht_dataset *d, const int *rows, int n, ht_dataset **out);
 /* Index of a feature by name, -1 when absent. */
 int ht_dataset_feature(const ht_dataset *d, const char *name);
+
+/* ---- features (docs/prediction.md lists them) ---- */
+
+/* The feature layout of one spec on one device (dev may be NULL: no device:* features). The spec
+ * must outlive the set. */
+typedef struct ht_feature_set ht_feature_set;
+ht_status ht_features_create(const ht_spec *spec, const ht_device_info *dev, ht_feature_set **out);
+void ht_features_destroy(ht_feature_set *fs);
+int ht_features_count(const ht_feature_set *fs);
+const ht_spec *ht_features_spec(const ht_feature_set *fs);
+const char *ht_features_name(const ht_feature_set *fs, int i);
+/* x (ht_features_count values) for problem sizes (spec order) and parameter values (spec order). */
+ht_status ht_features_compute(ht_feature_set *fs, const int64_t *sizes, const ht_value *params, double *x);
+/* "M=1024,N=512" -> sizes (unnamed sizes keep the spec's values); "TX=16,TY=8" -> params (every
+ * parameter must be given). where names the text in messages. */
+ht_status ht_features_parse_problem(const ht_spec *s, const char *text, int64_t *sizes, const char *where);
+ht_status ht_features_parse_config(const ht_spec *s, const char *text, ht_value *params, const char *where);
+
+/* ---- building datasets from measurements ---- */
+
+/* Successful evaluations of the spec's kernel (matched by name) from hetune export CSV files or a
+ * store, optionally of one device id only, as feature rows; one group per (device, problem).
+ * Rows of other kernels are skipped; a file with no usable row is an error naming it. */
+ht_status ht_dataset_from_csv(ht_feature_set *fs, const char *const *paths, int n_paths, const char *device_id,
+                              ht_dataset **out);
+ht_status ht_dataset_from_store(ht_feature_set *fs, ht_store *st, const char *device_id, ht_dataset **out);
 
 /* ---- models ---- */
 

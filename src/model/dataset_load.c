@@ -1,0 +1,208 @@
+/* Datasets from measurements: hetune export CSV files or the store, turned into feature rows. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/csv.h"
+#include "hetune/model.h"
+
+typedef struct builder {
+  ht_feature_set *fs;
+  const ht_spec *spec;
+  const char *device_id; /* filter, may be NULL */
+  int nf;
+  double *x, *y, *work;
+  int *group;
+  int n, cap;
+  char **labels;
+  int n_groups;
+  int64_t *sizes;
+  ht_value *params;
+} builder;
+
+static ht_status builder_init(builder *b, ht_feature_set *fs, const char *device_id) {
+  memset(b, 0, sizeof *b);
+  b->fs = fs;
+  b->spec = ht_features_spec(fs);
+  b->device_id = device_id && *device_id ? device_id : NULL;
+  b->nf = ht_features_count(fs);
+  b->sizes = calloc((size_t)b->spec->n_sizes + 1, sizeof *b->sizes);
+  b->params = calloc((size_t)b->spec->n_params + 1, sizeof *b->params);
+  return b->sizes && b->params ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+}
+
+static void builder_free(builder *b) {
+  free(b->x);
+  free(b->y);
+  free(b->work);
+  free(b->group);
+  for (int g = 0; g < b->n_groups; g++) free(b->labels[g]);
+  free(b->labels);
+  free(b->sizes);
+  free(b->params);
+}
+
+static int find_group(builder *b, const char *label) {
+  for (int g = b->n_groups - 1; g >= 0; g--)
+    if (strcmp(b->labels[g], label) == 0) return g;
+  char **l = realloc(b->labels, (size_t)(b->n_groups + 1) * sizeof *l);
+  if (!l) return -1;
+  b->labels = l;
+  if (!(l[b->n_groups] = ht_strdup(label))) return -1;
+  return b->n_groups++;
+}
+
+static ht_status grow(builder *b) {
+  if (b->n < b->cap) return HT_OK;
+  int cap = b->cap ? 2 * b->cap : 256;
+  double *x = realloc(b->x, (size_t)cap * b->nf * sizeof *x);
+  if (x) b->x = x;
+  double *y = realloc(b->y, (size_t)cap * sizeof *y);
+  if (y) b->y = y;
+  double *w = realloc(b->work, (size_t)cap * sizeof *w);
+  if (w) b->work = w;
+  int *g = realloc(b->group, (size_t)cap * sizeof *g);
+  if (g) b->group = g;
+  if (!x || !y || !w || !g) return ht_error(HT_ERR_NOMEM, "out of memory for %d dataset rows", cap);
+  b->cap = cap;
+  return HT_OK;
+}
+
+/* One successful evaluation; where names it in messages. */
+static ht_status builder_add(builder *b, const char *device, const char *problem, const char *config, double time,
+                             const char *where) {
+  if (b->device_id && strcmp(device, b->device_id) != 0) return HT_OK;
+  if (!(time > 0) || !isfinite(time)) return ht_error(HT_ERR_INVALID, "%s: time %g is not a positive number", where, time);
+  ht_status st = grow(b);
+  if (!st) st = ht_features_parse_problem(b->spec, problem, b->sizes, where);
+  if (!st) st = ht_features_parse_config(b->spec, config, b->params, where);
+  if (!st) st = ht_features_compute(b->fs, b->sizes, b->params, b->x + (size_t)b->n * b->nf);
+  if (st) return st;
+  char *label = ht_strfmt("%s %s %s", b->spec->name, device, problem);
+  int g = label ? find_group(b, label) : -1;
+  free(label);
+  if (g < 0) return ht_error(HT_ERR_NOMEM, "out of memory");
+  double work = 1;
+  for (int i = 0; i < b->spec->n_sizes; i++) work *= (double)b->sizes[i];
+  b->y[b->n] = time;
+  b->work[b->n] = work;
+  b->group[b->n] = g;
+  b->n++;
+  return HT_OK;
+}
+
+static ht_status builder_finish(builder *b, const char *source, ht_dataset **out) {
+  if (b->n == 0)
+    return ht_error(HT_ERR_INVALID, "%s: no successful evaluation of kernel '%s'%s%s", source, b->spec->name,
+                    b->device_id ? " on device " : "", b->device_id ? b->device_id : "");
+  ht_dataset *d;
+  ht_status st = ht_dataset_create(b->n, b->nf, &d);
+  if (st) return st;
+  memcpy(d->x, b->x, (size_t)b->n * b->nf * sizeof(double));
+  memcpy(d->y, b->y, (size_t)b->n * sizeof(double));
+  memcpy(d->work, b->work, (size_t)b->n * sizeof(double));
+  memcpy(d->group, b->group, (size_t)b->n * sizeof(int));
+  for (int j = 0; j < b->nf && !st; j++)
+    if (!(d->names[j] = ht_strdup(ht_features_name(b->fs, j)))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  d->n_groups = b->n_groups;
+  d->group_label = b->labels;
+  b->labels = NULL;
+  b->n_groups = 0;
+  if (st) {
+    ht_dataset_destroy(d);
+    return st;
+  }
+  *out = d;
+  return HT_OK;
+}
+
+/* ---- CSV ---- */
+
+enum { C_KERNEL, C_DEVICE, C_PROBLEM, C_CONFIG, C_STATUS, C_TIME, C_COUNT };
+
+static ht_status csv_columns(const ht_csv_row *head, int *c, const char *path) {
+  static const char *const names[] = {"kernel", "device_id", "problem", "config", "status", "time_s"};
+  for (int k = 0; k < C_COUNT; k++)
+    if ((c[k] = ht_csv_col(head, names[k])) < 0)
+      return ht_error(HT_ERR_PARSE, "%s: the CSV header has no '%s' column (write it with hetune export --format csv)",
+                      path, names[k]);
+  return HT_OK;
+}
+
+static ht_status csv_row_add(builder *b, const ht_csv_row *head, const ht_csv_row *r, const int *c, const char *path,
+                             size_t line) {
+  if (r->n == 1 && !r->f[0][0]) return HT_OK; /* blank line */
+  if (r->n != head->n)
+    return ht_error(HT_ERR_PARSE, "%s:%zu: %d fields, the header has %d", path, line, r->n, head->n);
+  if (strcmp(r->f[c[C_KERNEL]], b->spec->name) != 0 || strcmp(r->f[c[C_STATUS]], "ok") != 0) return HT_OK;
+  char where[600], *end;
+  snprintf(where, sizeof where, "%s:%zu", path, line);
+  double t = strtod(r->f[c[C_TIME]], &end);
+  if (end == r->f[c[C_TIME]]) return ht_error(HT_ERR_PARSE, "%s: time_s '%s' is not a number", where, r->f[c[C_TIME]]);
+  return builder_add(b, r->f[c[C_DEVICE]], r->f[c[C_PROBLEM]], r->f[c[C_CONFIG]], t, where);
+}
+
+static ht_status csv_file(builder *b, const char *path) {
+  char *text;
+  size_t len;
+  ht_status st = ht_read_file(path, &text, &len);
+  if (st) return st;
+  char *scratch = malloc(len + 1);
+  ht_csv_row head = {0}, r = {0};
+  int c[C_COUNT];
+  size_t pos = 0, line = 1;
+  if (!scratch) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  else if (ht_csv_next(text, &pos, &head, scratch) != 1) st = ht_error(HT_ERR_PARSE, "%s: no CSV header", path);
+  else st = csv_columns(&head, c, path);
+  while (!st) {
+    int got = ht_csv_next(text, &pos, &r, scratch);
+    line++;
+    if (got == 0) break;
+    st = got < 0 ? ht_error(HT_ERR_PARSE, "%s:%zu: malformed CSV", path, line) : csv_row_add(b, &head, &r, c, path, line);
+  }
+  ht_csv_row_free(&head);
+  ht_csv_row_free(&r);
+  free(scratch);
+  free(text);
+  return st;
+}
+
+ht_status ht_dataset_from_csv(ht_feature_set *fs, const char *const *paths, int n_paths, const char *device_id,
+                              ht_dataset **out) {
+  *out = NULL;
+  builder b;
+  ht_status st = builder_init(&b, fs, device_id);
+  for (int i = 0; i < n_paths && !st; i++) st = csv_file(&b, paths[i]);
+  if (!st) st = builder_finish(&b, n_paths == 1 ? paths[0] : "the data files", out);
+  builder_free(&b);
+  return st;
+}
+
+/* ---- store ---- */
+
+typedef struct store_ctx {
+  builder *b;
+  ht_status st;
+  const char *path;
+} store_ctx;
+
+static int store_visit(const ht_eval_record *rec, void *ctx) {
+  store_ctx *c = ctx;
+  char where[600];
+  snprintf(where, sizeof where, "%s: evaluation %lld", c->path, (long long)rec->eval_id);
+  c->st = builder_add(c->b, rec->device_id, rec->problem, rec->config_key, rec->result.time_s, where);
+  return c->st != HT_OK;
+}
+
+ht_status ht_dataset_from_store(ht_feature_set *fs, ht_store *store, const char *device_id, ht_dataset **out) {
+  *out = NULL;
+  builder b;
+  ht_status st = builder_init(&b, fs, device_id);
+  store_ctx c = {&b, HT_OK, ht_store_path(store)};
+  ht_eval_filter f = {.kernel_name = b.spec->name, .device_id = device_id, .only_ok = 1};
+  if (!st) st = ht_store_each_eval(store, &f, store_visit, &c);
+  if (!st) st = c.st;
+  if (!st) st = builder_finish(&b, ht_store_path(store), out);
+  builder_free(&b);
+  return st;
+}
