@@ -107,6 +107,38 @@ ht_status ht_model_save(const ht_model *m, ht_buf *out);
 ht_status ht_model_load(const char *data, size_t len, ht_model **out);
 void ht_model_destroy(ht_model *m);
 
+/* ---- evaluation ---- */
+
+/* Accuracy of predictions pred[i] of d->y[i]. Ranking metrics compare the rows of each group
+ * (the configs of one problem); groups with fewer than 2 rows are skipped there. */
+typedef struct ht_accuracy {
+  int n_rows, n_groups;          /* rows scored; groups used by the ranking metrics */
+  double mape_mean, mape_max;    /* 100 |pred - y| / y */
+  double r2;                     /* coefficient of determination on log time */
+  double spearman;               /* mean over groups of the rank correlation of pred and y */
+  double top1;                   /* fraction of groups whose predicted-fastest row is the fastest */
+  double penalty_mean, penalty_max; /* 100 (y of the predicted-fastest row / fastest y - 1) */
+} ht_accuracy;
+ht_status ht_accuracy_compute(const ht_dataset *d, const double *pred, ht_accuracy *out);
+
+/* Out-of-fold predictions of k-fold cross-validation over rows shuffled by seed (pred: n_rows). */
+ht_status ht_model_cross_validate(const char *kind, const ht_dataset *d, const char *options, int folds,
+                                  uint64_t seed, double *pred);
+/* Rows whose work is among the n_largest largest distinct work values (test, extrapolation)
+ * and the rest (train); malloc'ed index arrays. */
+ht_status ht_dataset_split_largest(const ht_dataset *d, int n_largest, int **train, int *n_train, int **test,
+                                   int *n_test);
+/* Fits on the train rows and predicts the test rows into pred (n_test). */
+ht_status ht_model_holdout(const char *kind, const ht_dataset *d, const char *options, uint64_t seed,
+                           const int *train, int n_train, const int *test, int n_test, double *pred);
+/* Median nanoseconds per ht_model_predict over calls calls cycling through d's rows. */
+double ht_model_latency_ns(const ht_model *m, const ht_dataset *d, int calls);
+
+/* Minimum-redundancy maximum-relevance ranking (reference 003): features and y discretised into
+ * bins equal-frequency bins, greedy MID (relevance minus mean redundancy, mutual information in
+ * bits). order[k] is the k-th feature chosen, score[k] its criterion; constant features last. */
+ht_status ht_mrmr_rank(const ht_dataset *d, int bins, int *order, double *score);
+
 #ifdef __cplusplus
 }
 #endif
