@@ -94,6 +94,24 @@ typedef struct ht_session_record {
 typedef int (*ht_session_visit_fn)(const ht_session_record *rec, void *ctx);
 ht_status ht_store_each_session(ht_store *st, ht_session_visit_fn fn, void *ctx);
 
+/* Prediction models (include/hetune/model.h) with where their training data came from. */
+typedef struct ht_model_record {
+  int64_t id;
+  const char *name, *kind, *options;
+  const char *kernel_name, *source_hash, *device_id, *spec_path;
+  int64_t n_rows;
+  const char *provenance_json; /* data sources, sizes, rows, training accuracy */
+  const void *blob;            /* ht_model_save() bytes */
+  size_t blob_len;
+  double created;
+} ht_model_record;
+/* Stores a new version (name may repeat; nothing is overwritten). */
+ht_status ht_store_put_model(ht_store *st, const ht_model_record *rec, int64_t *id);
+/* Calls fn for each model, newest first; name and kernel_name (NULL = any) filter. A database
+ * older than the models table has none. fn returns nonzero to stop. */
+typedef int (*ht_model_visit_fn)(const ht_model_record *rec, void *ctx);
+ht_status ht_store_each_model(ht_store *st, const char *name, const char *kernel_name, ht_model_visit_fn fn, void *ctx);
+
 /* Exports. CSV: one row per evaluation, a header row, parameters as columns when one kernel is
  * selected. T4: the results JSON schema shared by Kernel Tuner, KTT and BAT
  * (schema_version, results[] with timestamp, configuration, times, compile_time, invalidity, ...). */

@@ -44,6 +44,14 @@ static const char *const migrations[] = {
     "CREATE INDEX evaluations_key ON evaluations (kernel_id, device_id, problem_id, config_key);"
     "CREATE INDEX evaluations_session ON evaluations (session_id);"
     "CREATE INDEX sessions_kdp ON sessions (kernel_id, device_id, problem_id);",
+    /* 2: prediction models with their training data's provenance; a name may be trained again,
+     * every version is kept and the newest answers. */
+    "CREATE TABLE models ("
+    " id INTEGER PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL, options TEXT,"
+    " kernel_name TEXT NOT NULL, source_hash TEXT, device_id TEXT, spec_path TEXT,"
+    " n_rows INTEGER, provenance_json TEXT NOT NULL, blob BLOB NOT NULL, created REAL NOT NULL);"
+    "CREATE INDEX models_name ON models (name, id);"
+    "CREATE INDEX models_kernel ON models (kernel_name, id);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(N_MIGRATIONS == HTS_SCHEMA_VERSION, "one migration per schema version");
@@ -137,9 +145,9 @@ ht_status hts_judge(const char *path, const hts_inspect *in, int readonly) {
   if (in->user_version > HTS_SCHEMA_VERSION)
     return ht_error(HT_ERR_STORE, "%s: schema version %d is newer than this hetune supports (%d); upgrade hetune",
                     path, in->user_version, HTS_SCHEMA_VERSION);
-  if (in->user_version < HTS_SCHEMA_VERSION && readonly)
-    return ht_error(HT_ERR_STORE, "%s: schema version %d needs migrating to %d, but the database is read-only", path,
-                    in->user_version, HTS_SCHEMA_VERSION);
+  /* An older file opened read-only is read as it is: migrations only add tables, and readers of
+   * a table a file lacks (models) see it empty. */
+  (void)readonly;
   return HT_OK;
 }
 
