@@ -1,0 +1,429 @@
+/* Executed instruction counts per thread: basic blocks from labels and branches, dominators,
+ * natural loops (back edges), and trip counts of loops whose exit test compares an induction
+ * register (v += constant) with a loop-invariant bound. Values come from evaluating the PTX
+ * data flow backwards with the caller's kernel parameter values (ld.param), constants, and 0
+ * for special registers (thread 0 of block 0). Every block outside loops counts once, whichever
+ * side of a branch it is on. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx/ptx_internal.h"
+
+typedef struct cfg {
+  const ptx_kernel *k;
+  int nb;
+  int *start, *end;  /* [start, end) in insns */
+  int *block_of;     /* per insn */
+  int *succ;         /* 2 per block, -1 = none */
+  uint64_t *dom;     /* nb x words bitsets */
+  int words;
+  char *reach;
+} cfg;
+
+typedef struct eval_ctx {
+  const ptx_kernel *k;
+  const double *pv;
+  int n;
+} eval_ctx;
+
+static int is_branch(const ptx_insn *in) { return in->label < 0 && (strncmp(in->opcode, "bra", 3) == 0 || strncmp(in->opcode, "brx", 3) == 0); }
+static int is_return(const ptx_insn *in) { return in->label < 0 && (strcmp(in->opcode, "ret") == 0 || strncmp(in->opcode, "ret.", 4) == 0 || strcmp(in->opcode, "exit") == 0); }
+
+static void cfg_free(cfg *g) {
+  free(g->start);
+  free(g->end);
+  free(g->block_of);
+  free(g->succ);
+  free(g->dom);
+  free(g->reach);
+}
+
+/* Block of a branch target, -1 when the label is unknown or the operand is not a label. */
+static int target_block(const cfg *g, const ptx_insn *in) {
+  if (in->n_ops < 1 || in->ops[in->n_ops - 1].kind != OP_SYM || !in->ops[in->n_ops - 1].sym) return -1;
+  int l = ptx_find_label(g->k, in->ops[in->n_ops - 1].sym);
+  return l < 0 ? -1 : g->block_of[g->k->label_pos[l]];
+}
+
+static ht_status cfg_blocks(cfg *g) {
+  const ptx_kernel *k = g->k;
+  int n = k->n_insns;
+  g->block_of = calloc((size_t)n + 1, sizeof(int));
+  g->start = calloc((size_t)n + 1, sizeof(int));
+  g->end = calloc((size_t)n + 1, sizeof(int));
+  if (!g->block_of || !g->start || !g->end) return ht_error(HT_ERR_NOMEM, "out of memory");
+  g->nb = 0;
+  for (int i = 0; i < n; i++) {
+    const ptx_insn *prev = i > 0 ? &k->insns[i - 1] : NULL;
+    int leader = i == 0 || k->insns[i].label >= 0 || (prev && (is_branch(prev) || is_return(prev)));
+    /* consecutive labels share one block */
+    if (leader && prev && prev->label >= 0 && k->insns[i].label >= 0) leader = 0;
+    if (leader) {
+      if (g->nb > 0) g->end[g->nb - 1] = i;
+      g->start[g->nb++] = i;
+    }
+    g->block_of[i] = g->nb - 1;
+  }
+  if (g->nb > 0) g->end[g->nb - 1] = n;
+  g->succ = malloc(sizeof(int) * 2 * (size_t)(g->nb + 1));
+  if (!g->succ) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int b = 0; b < g->nb; b++) {
+    const ptx_insn *last = &k->insns[g->end[b] - 1];
+    int fall = b + 1 < g->nb ? b + 1 : -1, tgt = -1;
+    if (is_branch(last)) {
+      tgt = strncmp(last->opcode, "brx", 3) == 0 ? -1 : target_block(g, last);
+      if (last->guard < 0 && strncmp(last->opcode, "brx", 3) != 0) fall = -1;
+    } else if (is_return(last) && last->guard < 0) {
+      fall = -1;
+    }
+    g->succ[2 * b] = fall;
+    g->succ[2 * b + 1] = tgt;
+  }
+  return HT_OK;
+}
+
+static int dom_has(const cfg *g, int b, int d) { return (int)((g->dom[(size_t)b * (size_t)g->words + (size_t)(d / 64)] >> (d % 64)) & 1); }
+
+/* Iterative dominators over reachable blocks (Cooper-Harvey-Kennedy style with bitsets). */
+static ht_status cfg_dominators(cfg *g) {
+  int nb = g->nb, w = (nb + 63) / 64;
+  g->words = w;
+  g->reach = calloc((size_t)nb + 1, 1);
+  g->dom = malloc(sizeof(uint64_t) * (size_t)w * (size_t)(nb + 1));
+  int *stack = malloc(sizeof(int) * (size_t)(2 * nb + 1));
+  uint64_t *tmp = malloc(sizeof(uint64_t) * (size_t)w);
+  if (!g->reach || !g->dom || !stack || !tmp) {
+    free(stack);
+    free(tmp);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  int sp = 0;
+  if (nb > 0) {
+    stack[sp++] = 0;
+    g->reach[0] = 1;
+  }
+  while (sp > 0) {
+    int b = stack[--sp];
+    for (int s = 0; s < 2; s++) {
+      int t = g->succ[2 * b + s];
+      if (t >= 0 && !g->reach[t]) {
+        g->reach[t] = 1;
+        stack[sp++] = t;
+      }
+    }
+  }
+  for (int b = 0; b < nb; b++) {
+    uint64_t *d = &g->dom[(size_t)b * (size_t)w];
+    memset(d, b == 0 ? 0 : 0xff, sizeof(uint64_t) * (size_t)w);
+    if (b == 0) d[0] = 1;
+  }
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (int b = 1; b < nb; b++) {
+      if (!g->reach[b]) continue;
+      memset(tmp, 0xff, sizeof(uint64_t) * (size_t)w);
+      for (int p = 0; p < nb; p++) {
+        if (!g->reach[p] || (g->succ[2 * p] != b && g->succ[2 * p + 1] != b)) continue;
+        for (int x = 0; x < w; x++) tmp[x] &= g->dom[(size_t)p * (size_t)w + (size_t)x];
+      }
+      tmp[b / 64] |= 1ull << (b % 64);
+      uint64_t *d = &g->dom[(size_t)b * (size_t)w];
+      if (memcmp(d, tmp, sizeof(uint64_t) * (size_t)w) != 0) {
+        memcpy(d, tmp, sizeof(uint64_t) * (size_t)w);
+        changed = 1;
+      }
+    }
+  }
+  free(stack);
+  free(tmp);
+  return HT_OK;
+}
+
+/* ---- evaluation of register values ---- */
+
+static double eval_reg(const eval_ctx *c, int reg, int before, int depth);
+
+static int last_def(const ptx_kernel *k, int reg, int before) {
+  for (int i = before - 1; i >= 0; i--) {
+    int d[8], nd = ptx_insn_dests(&k->insns[i], d, 8);
+    for (int j = 0; j < nd; j++)
+      if (d[j] == reg) return i;
+  }
+  return -1;
+}
+
+static double eval_operand(const eval_ctx *c, const ptx_operand *o, int at, int depth) {
+  if (o->kind == OP_IMM) return o->imm;
+  if (o->kind == OP_REG && o->n_regs == 1) return eval_reg(c, o->regs[0], at, depth + 1);
+  return NAN;
+}
+
+static int param_index(const ptx_kernel *k, const char *sym) {
+  for (int i = 0; sym && i < k->n_params; i++)
+    if (strcmp(k->params[i], sym) == 0) return i;
+  return -1;
+}
+
+static int op_is(const char *op, const char *root) {
+  size_t n = strlen(root);
+  return strncmp(op, root, n) == 0 && (op[n] == '\0' || op[n] == '.');
+}
+
+/* The value instruction i writes, from its operands; NAN when not a recognised computation. */
+static double eval_insn(const eval_ctx *c, int i, int depth) {
+  const ptx_insn *in = &c->k->insns[i];
+  if (depth > 24 || in->guard >= 0) return NAN; /* a predicated def may or may not happen */
+  const char *op = in->opcode;
+  if (op_is(op, "ld") && strstr(op, ".param") && in->n_ops == 2 && in->ops[1].kind == OP_MEM) {
+    int p = param_index(c->k, in->ops[1].sym);
+    return p >= 0 && p < c->n && in->ops[1].imm == 0 && in->ops[1].n_regs == 0 ? c->pv[p] : NAN;
+  }
+  if (in->n_ops < 2) return NAN;
+  double a = eval_operand(c, &in->ops[1], i, depth);
+  if (op_is(op, "mov") || op_is(op, "cvt") || op_is(op, "cvta")) return a;
+  if (op_is(op, "neg")) return -a;
+  if (in->n_ops < 3) return NAN;
+  double b = eval_operand(c, &in->ops[2], i, depth);
+  if (op_is(op, "add")) return a + b;
+  if (op_is(op, "sub")) return a - b;
+  if (op_is(op, "mul")) return a * b;
+  if (op_is(op, "shl")) return isfinite(b) && b >= 0 && b < 63 ? a * ldexp(1.0, (int)b) : NAN;
+  if (op_is(op, "shr")) return isfinite(b) && b >= 0 && b < 63 ? floor(a / ldexp(1.0, (int)b)) : NAN;
+  if (op_is(op, "div")) return b != 0 ? trunc(a / b) : NAN;
+  if (op_is(op, "rem")) return b != 0 ? fmod(a, b) : NAN;
+  if (op_is(op, "min")) return fmin(a, b);
+  if (op_is(op, "max")) return fmax(a, b);
+  if (op_is(op, "and") && a >= 0 && b >= 0 && a < 9.0e15 && b < 9.0e15) return (double)((uint64_t)a & (uint64_t)b);
+  if (op_is(op, "mad") && in->n_ops == 4) return a * b + eval_operand(c, &in->ops[3], i, depth);
+  return NAN;
+}
+
+static double eval_reg(const eval_ctx *c, int reg, int before, int depth) {
+  if (depth > 24 || reg < 0 || reg >= c->k->n_regnames) return NAN;
+  if (ptx_is_special_reg(c->k->regnames[reg])) return 0.0;
+  int d = last_def(c->k, reg, before);
+  return d < 0 ? NAN : eval_insn(c, d, depth + 1);
+}
+
+/* ---- loops ---- */
+
+typedef struct loop {
+  int header;
+  char *body; /* per block */
+} loop;
+
+static int in_loop(const cfg *g, const loop *L, int insn) { return L->body[g->block_of[insn]]; }
+
+/* Number of defs of reg inside the loop; *where = the last one. */
+static int defs_in_loop(const cfg *g, const loop *L, int reg, int *where) {
+  int n = 0;
+  for (int i = 0; i < g->k->n_insns; i++) {
+    if (!in_loop(g, L, i)) continue;
+    int d[8], nd = ptx_insn_dests(&g->k->insns[i], d, 8);
+    for (int j = 0; j < nd; j++)
+      if (d[j] == reg) {
+        n++;
+        *where = i;
+      }
+  }
+  return n;
+}
+
+/* Maps a setp comparison to -2 lt, -1 le, 1 ge, 2 gt, 3 eq, 4 ne; 0 if unknown. */
+static int cmp_code(const char *op) {
+  static const struct { const char *m; int c; } t[] = {{"lt", -2}, {"lo", -2}, {"ltu", -2}, {"le", -1}, {"ls", -1}, {"leu", -1},
+                                                       {"ge", 1},  {"hs", 1},  {"geu", 1},  {"gt", 2},  {"hi", 2},  {"gtu", 2},
+                                                       {"eq", 3},  {"equ", 3}, {"ne", 4},   {"neu", 4}};
+  const char *p = strchr(op, '.');
+  if (!p) return 0;
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    size_t n = strlen(t[i].m);
+    if (strncmp(p + 1, t[i].m, n) == 0 && (p[1 + n] == '.' || p[1 + n] == '\0')) return t[i].c;
+  }
+  return 0;
+}
+
+static int cmp_negate(int c) { return c == 3 ? 4 : c == 4 ? 3 : c == -2 ? 1 : c == -1 ? 2 : c == 1 ? -2 : -1; }
+static int cmp_swap(int c) { return c == 3 || c == 4 ? c : -c; }
+
+/* Iterations of a loop that continues while (v0 + (t-1+post)*s) CMP b, tested after each
+ * iteration t = 1, 2, ...: the first t where the test fails. */
+static double solve_trip(int cmp, double v0, double s, double b, int post) {
+  if (!isfinite(v0) || !isfinite(s) || !isfinite(b) || s == 0) return NAN;
+  if (cmp == 2 || cmp == 1) { /* x > b  ==  -x < -b */
+    v0 = -v0;
+    s = -s;
+    b = -b;
+    cmp = -cmp;
+  }
+  if (cmp == -1) { /* x <= b  ==  x < b + 1 for integers */
+    b += 1;
+    cmp = -2;
+  }
+  if (cmp == -2) {
+    if (s < 0) return NAN; /* runs away from the bound: not a counted loop */
+    double t = ceil((b - v0) / s) + 1 - post;
+    return t < 1 ? 1 : t;
+  }
+  if (cmp == 4) {
+    double t = (b - v0) / s + 1 - post;
+    return t >= 1 && t == floor(t) ? t : NAN;
+  }
+  if (cmp == 3) return v0 + post * s == b ? NAN : 1;
+  return NAN;
+}
+
+/* The one conditional branch leaving the loop; -1 if none or several. *stay_true: whether the
+ * loop continues when the guard predicate (as written, negation applied) is true. */
+static int exit_branch(const cfg *g, const loop *L, int *stay_true) {
+  int found = -1;
+  for (int b = 0; b < g->nb; b++) {
+    if (!L->body[b]) continue;
+    for (int s = 0; s < 2; s++) {
+      int t = g->succ[2 * b + s];
+      if (t >= 0 && L->body[t]) continue;
+      if (t < 0 && s == 1) continue;
+      int last = g->end[b] - 1;
+      const ptx_insn *in = &g->k->insns[last];
+      if (t < 0 && !is_return(in)) continue; /* falls off the end of the listing */
+      if (!is_branch(in) || in->guard < 0 || (found >= 0 && found != last)) return -1;
+      found = last;
+      *stay_true = s == 0; /* leaving by the fall-through: the branch (taken = true) stays */
+    }
+  }
+  return found;
+}
+
+/* Trip count of one loop with the given parameter values, NAN when not recognised. */
+static double loop_trip(const cfg *g, const loop *L, const eval_ctx *c) {
+  int stay_true = 0, br = exit_branch(g, L, &stay_true);
+  if (br < 0) return NAN;
+  const ptx_insn *bi = &g->k->insns[br];
+  int setp_at = -1;
+  if (defs_in_loop(g, L, bi->guard, &setp_at) != 1) return NAN;
+  const ptx_insn *sp = &g->k->insns[setp_at];
+  if (!op_is(sp->opcode, "setp") || sp->n_ops != 3 || sp->ops[0].n_regs < 1) return NAN;
+  int cmp = cmp_code(sp->opcode);
+  if (!cmp) return NAN;
+  if (sp->ops[0].regs[0] != bi->guard) cmp = cmp_negate(cmp); /* the q of p|q is the complement */
+  if (bi->guard_neg) stay_true = !stay_true;
+  if (!stay_true) cmp = cmp_negate(cmp);
+  for (int side = 1; side <= 2; side++) {
+    const ptx_operand *iv = &sp->ops[side], *bound = &sp->ops[3 - side];
+    if (iv->kind != OP_REG || iv->n_regs != 1) continue;
+    int inc_at = -1;
+    if (defs_in_loop(g, L, iv->regs[0], &inc_at) != 1) continue;
+    const ptx_insn *inc = &g->k->insns[inc_at];
+    if ((!op_is(inc->opcode, "add") && !op_is(inc->opcode, "sub")) || inc->n_ops != 3 || inc->guard >= 0) continue;
+    int self = inc->ops[1].kind == OP_REG && inc->ops[1].regs[0] == iv->regs[0] ? 1 : 2;
+    if (inc->ops[self].kind != OP_REG || inc->ops[self].regs[0] != iv->regs[0] || (self == 2 && op_is(inc->opcode, "sub"))) continue;
+    const ptx_operand *stp = &inc->ops[3 - self];
+    int tmp;
+    if (stp->kind == OP_REG && defs_in_loop(g, L, stp->regs[0], &tmp) > 0) continue;
+    if (bound->kind == OP_REG && defs_in_loop(g, L, bound->regs[0], &tmp) > 0) continue;
+    int header_at = g->start[L->header];
+    double s = eval_operand(c, stp, header_at, 0) * (op_is(inc->opcode, "sub") ? -1 : 1);
+    double b = eval_operand(c, bound, header_at, 0);
+    double v0 = eval_reg(c, iv->regs[0], header_at, 0);
+    return solve_trip(side == 1 ? cmp : cmp_swap(cmp), v0, s, b, inc_at < setp_at);
+  }
+  return NAN;
+}
+
+/* Natural loops, one per header (back edges to one header merged). */
+static ht_status find_loops(const cfg *g, loop **out, int *n_out) {
+  *out = NULL;
+  *n_out = 0;
+  int n = 0;
+  loop *loops = NULL;
+  int *stack = malloc(sizeof(int) * (size_t)(g->nb + 1));
+  if (!stack) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int h = 0; h < g->nb; h++) {
+    if (!g->reach[h]) continue;
+    loop *L = NULL;
+    for (int u = 0; u < g->nb; u++) {
+      if (!g->reach[u] || (g->succ[2 * u] != h && g->succ[2 * u + 1] != h) || !dom_has(g, u, h)) continue;
+      if (!L) {
+        loop *nl = realloc(loops, sizeof(loop) * (size_t)(n + 1));
+        char *body = calloc((size_t)g->nb, 1);
+        if (!nl || !body) {
+          free(body);
+          free(nl ? nl : loops);
+          free(stack);
+          return ht_error(HT_ERR_NOMEM, "out of memory");
+        }
+        loops = nl;
+        L = &loops[n++];
+        L->header = h;
+        L->body = body;
+        body[h] = 1;
+      }
+      int sp = 0; /* blocks reaching u without passing through h */
+      if (!L->body[u]) {
+        L->body[u] = 1;
+        stack[sp++] = u;
+      }
+      while (sp > 0) {
+        int x = stack[--sp];
+        for (int p = 0; p < g->nb; p++)
+          if (g->reach[p] && !L->body[p] && (g->succ[2 * p] == x || g->succ[2 * p + 1] == x)) {
+            L->body[p] = 1;
+            stack[sp++] = p;
+          }
+      }
+    }
+  }
+  free(stack);
+  *out = loops;
+  *n_out = n;
+  return HT_OK;
+}
+
+ht_status ht_ptx_executed_counts(const ht_ptx_module *m, int kernel, const double *param_values, int n,
+                                 const ht_ptx_exec_options *opts, ht_ptx_counts *out, ht_ptx_exec_info *info) {
+  const ptx_kernel *k = ptx_entry(m, kernel);
+  if (!k || !out) return ht_error(HT_ERR_INVALID, "ht_ptx_executed_counts: no kernel %d", kernel);
+  double def_trip = opts && opts->default_trip > 0 ? opts->default_trip : 1.0;
+  ht_ptx_exec_info inf = {0};
+  memset(out, 0, sizeof *out);
+  if (k->n_insns == 0) {
+    if (info) *info = inf;
+    return HT_OK;
+  }
+  cfg g = {.k = k};
+  loop *loops = NULL;
+  int nl = 0;
+  double *w = NULL, *bw = NULL;
+  ht_status st = cfg_blocks(&g);
+  if (!st) st = cfg_dominators(&g);
+  if (!st) st = find_loops(&g, &loops, &nl);
+  if (!st && (!(w = malloc(sizeof(double) * (size_t)k->n_insns)) || !(bw = malloc(sizeof(double) * (size_t)g.nb))))
+    st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) {
+    eval_ctx c = {k, param_values, param_values ? n : 0};
+    for (int b = 0; b < g.nb; b++) bw[b] = 1.0;
+    for (int l = 0; l < nl; l++) {
+      double t = loop_trip(&g, &loops[l], &c);
+      if (!isfinite(t) || t < 0) {
+        t = def_trip;
+        inf.unresolved_loops++;
+      } else if (t > inf.max_trip) {
+        inf.max_trip = t;
+      }
+      for (int b = 0; b < g.nb; b++)
+        if (loops[l].body[b]) bw[b] *= t; /* nested loops multiply */
+    }
+    for (int i = 0; i < k->n_insns; i++) w[i] = bw[g.block_of[i]];
+    ptx_counts_weighted(k, w, out);
+    inf.loops = nl;
+  }
+  for (int l = 0; l < nl; l++) free(loops[l].body);
+  free(loops);
+  free(w);
+  free(bw);
+  cfg_free(&g);
+  if (info) *info = inf;
+  return st;
+}

@@ -1,0 +1,273 @@
+/* nvcc driver: CUDA source -> PTX (nvcc -ptx) and resources (ptxas -v on that PTX), cached on
+ * disk under ht_cache_dir()/ptx keyed by source, defines, arch and compiler path. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ptx/ptx_internal.h"
+
+extern char **environ;
+
+#define NVCC_TIMEOUT_S 300.0
+
+static int is_executable(const char *p) { return p && *p && access(p, X_OK) == 0; }
+
+const char *ht_ptx_nvcc_path(void) {
+  static __thread char found[4096];
+  const char *env = getenv("HETUNE_NVCC");
+  if (env && *env) return is_executable(env) ? env : NULL;
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t n = strcspn(path, ":");
+    if (n > 0 && n + 6 < sizeof found) {
+      snprintf(found, sizeof found, "%.*s/nvcc", (int)n, path);
+      if (is_executable(found)) return found;
+    }
+    path += n + (path[n] == ':');
+  }
+  return is_executable("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : NULL;
+}
+
+/* Runs argv with stdout+stderr captured, killing it after timeout_s. */
+static ht_status run_tool(char *const *argv, char **log, int *exit_code, double timeout_s) {
+  int fds[2];
+  *log = NULL;
+  *exit_code = -1;
+  if (pipe(fds) != 0) return ht_error(HT_ERR_IO, "pipe: %s", strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return ht_error(HT_ERR_UNSUPPORTED, "cannot run '%s': %s", argv[0], strerror(rc));
+  }
+  ht_buf b = {0};
+  double deadline = ht_now() + timeout_s;
+  int timed_out = 0;
+  for (;;) {
+    double left = deadline - ht_now();
+    if (left <= 0) {
+      timed_out = 1;
+      kill(pid, SIGKILL);
+      break;
+    }
+    struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+    int pr = poll(&pf, 1, (int)(left * 1000) + 1);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) continue;
+    char chunk[4096];
+    ssize_t n = read(fds[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    ht_buf_append_bytes(&b, chunk, (size_t)n);
+  }
+  close(fds[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  *log = b.data ? b.data : ht_strdup("");
+  if (timed_out) return ht_error(HT_ERR_TIMEOUT, "'%s' ran longer than %.0f s", argv[0], timeout_s);
+  *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return HT_OK;
+}
+
+/* ---- ptxas -v log ---- */
+
+static ht_ptx_resources *entry_for(ht_ptx_resources *res, int *n, int max, const char *name, size_t len) {
+  for (int i = 0; i < *n; i++)
+    if (strlen(res[i].kernel) == len && strncmp(res[i].kernel, name, len) == 0) return &res[i];
+  if (*n >= max) return NULL;
+  ht_ptx_resources *r = &res[(*n)++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->kernel, sizeof r->kernel, "%.*s", (int)(len < sizeof r->kernel ? len : sizeof r->kernel - 1), name);
+  return r;
+}
+
+int ht_ptx_parse_ptxas_log(const char *log, ht_ptx_resources *res, int max_res) {
+  int n = 0;
+  ht_ptx_resources *cur = NULL;
+  for (const char *line = log; line && *line;) {
+    const char *eol = strchr(line, '\n');
+    size_t len = eol ? (size_t)(eol - line) : strlen(line);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+    const char *q = strstr(buf, "entry function '");
+    if (!q) q = strstr(buf, "Function properties for ");
+    if (q) {
+      const char *nm = strchr(q, '\'') ? strchr(q, '\'') + 1 : q + strlen("Function properties for ");
+      size_t nl = strcspn(nm, "' \r");
+      if (strstr(buf, "Compiling entry function") && res) cur = entry_for(res, &n, max_res, nm, nl);
+      else if (res && strstr(buf, "Function properties for")) cur = entry_for(res, &n, max_res, nm, nl);
+    }
+    const char *u = strstr(buf, "Used ");
+    if (cur && u) {
+      int v;
+      if (sscanf(u, "Used %d registers", &v) == 1) cur->registers = v;
+      const char *s = strstr(buf, " bytes smem");
+      if (s) {
+        while (s > buf && s[-1] >= '0' && s[-1] <= '9') s--;
+        cur->shared_bytes = atoi(s);
+      }
+    }
+    const char *sf = strstr(buf, "bytes stack frame");
+    if (cur && sf) {
+      int frame = 0, st = 0, ld = 0;
+      if (sscanf(buf, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &frame, &st, &ld) == 3) {
+        cur->local_bytes = frame;
+        cur->spill_bytes = st + ld;
+      }
+    }
+    line = eol ? eol + 1 : NULL;
+  }
+  return n;
+}
+
+/* ---- compile with cache ---- */
+
+static uint64_t cache_key(const char *src, const char *const *defines, const char *arch, const char *nvcc) {
+  uint64_t h = ht_hash_str(src, 0x70747831);
+  for (int i = 0; defines && defines[i]; i++) h = ht_hash_str(defines[i], h ^ 0x9e3779b97f4a7c15ull);
+  h = ht_hash_str(arch, h);
+  return ht_hash_str(nvcc, h);
+}
+
+static ht_status read_cached(const char *base, char **ptx, char **log) {
+  char *pp = ht_strfmt("%s.ptx", base), *lp = ht_strfmt("%s.log", base);
+  size_t n;
+  ht_status st = pp && lp ? HT_OK : HT_ERR_NOMEM;
+  if (!st && access(pp, R_OK) == 0 && access(lp, R_OK) == 0) {
+    st = ht_read_file(pp, ptx, &n);
+    if (!st && (st = ht_read_file(lp, log, &n))) {
+      free(*ptx);
+      *ptx = NULL;
+    }
+  } else if (!st) {
+    st = HT_ERR_NOTFOUND;
+  }
+  free(pp);
+  free(lp);
+  return st;
+}
+
+/* argv for one nvcc/ptxas run; strings owned by the caller's pool (freed by free_argv). */
+static void free_argv(char **argv) {
+  for (int i = 0; argv[i]; i++) free(argv[i]);
+}
+
+static ht_status compile_uncached(const char *nvcc, const char *src, const char *source_name, const char *const *defines,
+                                  const char *arch, char **ptx, char **log) {
+  char tmpl[] = "/tmp/hetune-ptx-XXXXXX";
+  if (!mkdtemp(tmpl)) return ht_error(HT_ERR_IO, "mkdtemp: %s", strerror(errno));
+  char *cu = ht_strfmt("%s/k.cu", tmpl), *out = ht_strfmt("%s/k.ptx", tmpl), *cubin = ht_strfmt("%s/k.cubin", tmpl);
+  char *inc = NULL;
+  const char *slash = source_name ? strrchr(source_name, '/') : NULL;
+  inc = slash ? ht_strfmt("-I%.*s", (int)(slash - source_name), source_name) : ht_strdup("-I.");
+  ht_status st = cu && out && cubin && inc ? ht_write_file_atomic(cu, src, strlen(src)) : HT_ERR_NOMEM;
+  char *argv[300] = {0};
+  int a = 0, code = -1;
+  if (!st) {
+    argv[a++] = ht_strdup(nvcc);
+    argv[a++] = ht_strfmt("-arch=%s", arch);
+    argv[a++] = ht_strdup(inc);
+    for (int i = 0; defines && defines[i] && a < 290; i++) argv[a++] = ht_strfmt("-D%s", defines[i]);
+    int common = a;
+    argv[a++] = ht_strdup("-ptx");
+    argv[a++] = ht_strdup(cu);
+    argv[a++] = ht_strdup("-o");
+    argv[a++] = ht_strdup(out);
+    char *l1 = NULL;
+    st = run_tool(argv, &l1, &code, NVCC_TIMEOUT_S);
+    if (!st && code != 0) {
+      char first[512] = "";
+      const char *e = l1 ? strstr(l1, "error") : NULL;
+      if (e) snprintf(first, sizeof first, "%.*s", (int)strcspn(e, "\n"), e);
+      st = ht_error(HT_ERR_COMPILE, "%s: nvcc -ptx failed (exit %d): %s", source_name, code, first[0] ? first : (l1 ? l1 : ""));
+    }
+    free(l1);
+    for (int i = common; i < a; i++) free(argv[i]), argv[i] = NULL;
+    a = common;
+    if (!st) {
+      argv[a++] = ht_strdup("-cubin");
+      argv[a++] = ht_strdup("--ptxas-options=-v");
+      argv[a++] = ht_strdup(cu);
+      argv[a++] = ht_strdup("-o");
+      argv[a++] = ht_strdup(cubin);
+      st = run_tool(argv, log, &code, NVCC_TIMEOUT_S);
+      if (!st && code != 0) st = ht_error(HT_ERR_COMPILE, "%s: nvcc -cubin failed (exit %d)", source_name, code);
+    }
+    if (!st) {
+      size_t n;
+      st = ht_read_file(out, ptx, &n);
+    }
+    free_argv(argv);
+  }
+  unlink(cu ? cu : "");
+  unlink(out ? out : "");
+  unlink(cubin ? cubin : "");
+  rmdir(tmpl);
+  free(cu);
+  free(out);
+  free(cubin);
+  free(inc);
+  return st;
+}
+
+ht_status ht_ptx_compile(const char *source_text, const char *source_name, const char *const *defines,
+                         const char *arch, char **ptx_out, ht_ptx_resources *res, int max_res, int *n_res) {
+  if (!source_text || !ptx_out) return ht_error(HT_ERR_INVALID, "ht_ptx_compile: NULL argument");
+  *ptx_out = NULL;
+  if (n_res) *n_res = 0;
+  if (!arch) arch = "sm_80";
+  if (!source_name) source_name = "<cuda>";
+  const char *nvcc = ht_ptx_nvcc_path();
+  if (!nvcc)
+    return ht_error(HT_ERR_UNSUPPORTED, "nvcc not found (set HETUNE_NVCC, add it to PATH, or install the CUDA toolkit "
+                                        "in /usr/local/cuda): PTX features of %s need it", source_name);
+  char hex[17];
+  ht_hash_hex(cache_key(source_text, defines, arch, nvcc), hex);
+  char *dir = ht_strfmt("%s/ptx", ht_cache_dir()), *base = dir ? ht_strfmt("%s/%s", dir, hex) : NULL;
+  if (!dir || !base) {
+    free(dir);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  char *ptx = NULL, *log = NULL;
+  ht_status st = read_cached(base, &ptx, &log);
+  if (st) {
+    st = compile_uncached(nvcc, source_text, source_name, defines, arch, &ptx, &log);
+    /* Caching is an optimisation: a read-only cache folder must not fail the compile. */
+    if (!st && ht_mkdir_p(dir) == HT_OK) {
+      char *pp = ht_strfmt("%s.ptx", base), *lp = ht_strfmt("%s.log", base);
+      if (pp && lp && ht_write_file_atomic(lp, log, strlen(log)) == HT_OK) ht_write_file_atomic(pp, ptx, strlen(ptx));
+      free(pp);
+      free(lp);
+    }
+  }
+  if (!st) {
+    int n = ht_ptx_parse_ptxas_log(log, res, res ? max_res : 0);
+    if (n_res) *n_res = n;
+    *ptx_out = ptx;
+    ptx = NULL;
+  }
+  free(ptx);
+  free(log);
+  free(dir);
+  free(base);
+  return st;
+}
