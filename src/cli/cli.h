@@ -44,6 +44,14 @@ int cmd_export(int argc, char **argv);
 int cmd_space(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_strategy_bench(int argc, char **argv);
+int cmd_ptx(int argc, char **argv);
+int cmd_model(int argc, char **argv);
+int cmd_model_eval(int argc, char **argv);
+int cmd_model_predict(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+/* SPEC (first positional) and its measurements from --data FILE.csv... or --data-db DB (filtered
+ * by --device): the dataset of hetune model train/eval. */
+int cli_model_dataset(const cli_args *a, const char *cmd, ht_spec **spec, ht_feature_set **fs, ht_dataset **d);
 
 /* A line plot with optional +- bands, written as SVG. */
 typedef struct plot_spec {

@@ -20,6 +20,7 @@ static const char *usage =
   "  space count|sample|list SPEC   inspect a search space (hetune spec or T1 file)\n"
   "  replay RECORD           run a strategy on a recorded space, without a device\n"
   "  strategy-bench [RECORD...]     score every strategy on recorded spaces (Willemsen et al.)\n"
+  "  ptx FILE.cu|FILE.ptx    static PTX features per kernel (instruction classes, dpc, registers)\n"
   "\n"
   "Run 'hetune COMMAND --help' for a command's options.\n";
 
@@ -143,7 +144,8 @@ int main(int argc, char **argv) {
     int (*fn)(int, char **);
   } commands[] = {{"devices", cmd_devices}, {"tune", cmd_tune},     {"best", cmd_best},
                   {"show", cmd_show},       {"export", cmd_export}, {"space", cmd_space},
-                  {"replay", cmd_replay},   {"strategy-bench", cmd_strategy_bench}};
+                  {"replay", cmd_replay},   {"strategy-bench", cmd_strategy_bench},
+                  {"ptx", cmd_ptx},         {"model", cmd_model},   {"predict", cmd_predict}};
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;
