@@ -21,6 +21,8 @@ static const char *usage =
   "  replay RECORD           run a strategy on a recorded space, without a device\n"
   "  strategy-bench [RECORD...]     score every strategy on recorded spaces (Willemsen et al.)\n"
   "  ptx FILE.cu|FILE.ptx    static PTX features per kernel (instruction classes, dpc, registers)\n"
+  "  model kinds|train|eval|show|predict   execution-time models: train, evaluate, inspect\n"
+  "  predict SPEC            predicted time of a config (or the fastest configs) from a stored model\n"
   "\n"
   "Run 'hetune COMMAND --help' for a command's options.\n";
 

@@ -1,0 +1,169 @@
+/* hetune model eval: cross-validation, hold-out of the largest problem sizes, ranking quality,
+ * latency and MRMR ranking of every model kind on one kernel's measurements. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char *eval_help =
+  "usage: hetune model eval SPEC (--data FILE.csv ... | --data-db DB) [options]\n"
+  "\n"
+  "Scores model kinds on the kernel's measurements (docs/prediction.md): K-fold cross-validation over\n"
+  "rows, and a hold-out of the largest problem sizes (trained on the smaller ones: extrapolation).\n"
+  "Errors are 100|predicted - measured| / measured; ranking metrics compare the configs of one problem.\n"
+  "\n"
+  "  --data FILE       hetune export CSV (repeatable); rows of other kernels are skipped\n"
+  "  --data-db DB      read the evaluations from a hetune database instead\n"
+  "  --device D        only rows measured on device D (e.g. opencl:0:0)\n"
+  "  --kinds A,B,..    model kinds (default: every kind; 'hetune model kinds' lists them)\n"
+  "  --options K=V,..  options for every kind (wrapper: target=log|rate|time, route=none|decade)\n"
+  "  --folds K         cross-validation folds (default 10, 0 = skip)\n"
+  "  --holdout N       hold out the N largest problem sizes (default 2, 0 = skip)\n"
+  "  --seed N          seed of folds and models (default 1)\n"
+  "  --mrmr            also print the MRMR ranking of the features\n"
+  "  --markdown        print a markdown table\n";
+
+typedef struct eval_row {
+  const char *kind;
+  ht_accuracy cv, ho;
+  int has_cv, has_ho;
+  double fit_s, latency_ns;
+  char error[256];
+} eval_row;
+
+static void fit_and_time(eval_row *r, const ht_dataset *d, const char *options, uint64_t seed) {
+  double t0 = ht_now();
+  ht_model *m;
+  if (ht_model_fit(r->kind, d, options, seed, &m)) {
+    snprintf(r->error, sizeof r->error, "%s", ht_last_error());
+    return;
+  }
+  r->fit_s = ht_now() - t0;
+  r->latency_ns = ht_model_latency_ns(m, d, 20000);
+  ht_model_destroy(m);
+}
+
+static void cross_validate(eval_row *r, const ht_dataset *d, const char *options, int folds, uint64_t seed) {
+  double *pred = malloc((size_t)d->n_rows * sizeof *pred);
+  if (pred && !ht_model_cross_validate(r->kind, d, options, folds, seed, pred))
+    r->has_cv = !ht_accuracy_compute(d, pred, &r->cv);
+  else snprintf(r->error, sizeof r->error, "%s", ht_last_error());
+  free(pred);
+}
+
+static void hold_out(eval_row *r, const ht_dataset *d, const char *options, int largest, uint64_t seed) {
+  int *train, *test, n_train, n_test;
+  if (ht_dataset_split_largest(d, largest, &train, &n_train, &test, &n_test)) {
+    snprintf(r->error, sizeof r->error, "%s", ht_last_error());
+    return;
+  }
+  double *pred = malloc((size_t)n_test * sizeof *pred);
+  ht_dataset *td = NULL;
+  if (pred && !ht_model_holdout(r->kind, d, options, seed, train, n_train, test, n_test, pred) &&
+      !ht_dataset_subset(d, test, n_test, &td))
+    r->has_ho = !ht_accuracy_compute(td, pred, &r->ho);
+  else snprintf(r->error, sizeof r->error, "%s", ht_last_error());
+  ht_dataset_destroy(td);
+  free(pred);
+  free(train);
+  free(test);
+}
+
+static void print_line(const char *kind, const char *what, const ht_accuracy *x, const eval_row *r, int markdown) {
+  const char *sep = markdown ? " | " : "  ";
+  printf("%s%-8s%s%-8s", markdown ? "| " : "", kind, sep, what);
+  printf("%s%7.2f%s%7.1f%s%6.3f%s%6.3f%s%5.2f%s%7.2f%s%7.1f", sep, x->mape_mean, sep, x->mape_max, sep, x->r2, sep,
+         x->spearman, sep, x->top1, sep, x->penalty_mean, sep, x->penalty_max);
+  printf("%s%7.3f%s%8.0f%s\n", sep, r->fit_s, sep, r->latency_ns, markdown ? " |" : "");
+}
+
+static void print_row(const eval_row *r, int markdown) {
+  if (r->has_cv) print_line(r->kind, "cv", &r->cv, r, markdown);
+  if (r->has_ho) print_line(r->kind, "holdout", &r->ho, r, markdown);
+  if (r->error[0]) printf("%s%-8s failed: %s%s\n", markdown ? "| " : "", r->kind, r->error, markdown ? " |" : "");
+}
+
+static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int holdout, int markdown) {
+  printf("%s: %d rows, %d problems, %d features; %d-fold CV, hold-out of the %d largest sizes\n", s->name, d->n_rows,
+         d->n_groups, d->n_features, folds, holdout);
+  if (markdown) {
+    printf("\n| model | evaluation | mean err %% | max err %% | R2 (log) | Spearman | top-1 | penalty mean %% | "
+           "penalty max %% | fit s | predict ns |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  } else
+    printf("%-8s  %-8s  %7s  %7s  %6s  %6s  %5s  %7s  %7s  %7s  %8s\n", "model", "eval", "mean%", "max%", "R2", "rho",
+           "top1", "pen_avg", "pen_max", "fit_s", "pred_ns");
+}
+
+static void print_mrmr(const ht_dataset *d) {
+  int *order = malloc((size_t)d->n_features * sizeof *order);
+  double *score = malloc((size_t)d->n_features * sizeof *score);
+  if (order && score && !ht_mrmr_rank(d, 10, order, score)) {
+    printf("\nMRMR ranking (10 equal-frequency bins, MID criterion in bits):\n");
+    for (int k = 0; k < d->n_features; k++) printf("  %2d  %-24s %8.4f\n", k + 1, d->names[order[k]], score[k]);
+  } else cli_fail("model eval: mrmr");
+  free(order);
+  free(score);
+}
+
+static int eval_settings(const cli_args *a, long long *folds, long long *holdout, long long *seed) {
+  const char *v;
+  *folds = 10;
+  *holdout = 2;
+  *seed = 1;
+  if ((v = cli_opt(a, "folds")) && cli_integer("model eval", "--folds", v, 0, folds)) return CLI_USAGE;
+  if ((v = cli_opt(a, "holdout")) && cli_integer("model eval", "--holdout", v, 0, holdout)) return CLI_USAGE;
+  if ((v = cli_opt(a, "seed")) && cli_integer("model eval", "--seed", v, 0, seed)) return CLI_USAGE;
+  if (*folds == 1) return cli_usage_error("model eval", "--folds must be 0 or at least 2");
+  return CLI_OK;
+}
+
+static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, long long holdout, uint64_t seed) {
+  char kinds[1024];
+  const char *list = cli_opt(a, "kinds");
+  if (!list) {
+    kinds[0] = 0;
+    for (int i = 0; i < ht_model_kind_count(); i++)
+      snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", i ? "," : "", ht_model_kind_at(i)->name);
+  } else snprintf(kinds, sizeof kinds, "%s", list);
+  char *save = NULL;
+  for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+    if (!ht_model_kind_find(k)) return cli_usage_error("model eval", "unknown model kind '%s'", k);
+    eval_row r = {.kind = k};
+    if (folds) cross_validate(&r, d, cli_opt(a, "options"), (int)folds, seed);
+    if (holdout) hold_out(&r, d, cli_opt(a, "options"), (int)holdout, seed);
+    fit_and_time(&r, d, cli_opt(a, "options"), seed);
+    print_row(&r, cli_has(a, "markdown"));
+    fflush(stdout);
+  }
+  return CLI_OK;
+}
+
+int cmd_model_eval(int argc, char **argv) {
+  static const char *const flags[] = {"mrmr", "markdown", NULL};
+  static const char *const known[] = {"data", "data-db", "device", "kinds", "options", "folds", "holdout",
+                                      "seed", "mrmr", "markdown", "size", NULL};
+  if (cli_wants_help(argc, argv)) {
+    fputs(eval_help, stdout);
+    return CLI_OK;
+  }
+  cli_args a;
+  long long folds, holdout, seed;
+  int rc = cli_parse(argc, argv, flags, &a);
+  if (!rc) rc = cli_check_known(&a, "model eval", known);
+  if (!rc) rc = eval_settings(&a, &folds, &holdout, &seed);
+  if (rc) return rc;
+  ht_spec *spec;
+  ht_feature_set *fs;
+  ht_dataset *d;
+  if ((rc = cli_model_dataset(&a, "model eval", &spec, &fs, &d))) return rc;
+  print_header(d, spec, (int)folds, (int)holdout, cli_has(&a, "markdown"));
+  rc = run_kinds(&a, d, folds, holdout, (uint64_t)seed);
+  if (!rc && cli_has(&a, "mrmr")) print_mrmr(d);
+  ht_dataset_destroy(d);
+  ht_features_destroy(fs);
+  ht_spec_destroy(spec);
+  return rc;
+}
