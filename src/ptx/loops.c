@@ -316,6 +316,12 @@ static double loop_trip(const cfg *g, const loop *L, const eval_ctx *c) {
     int inc_at = -1;
     if (defs_in_loop(g, L, iv->regs[0], &inc_at) != 1) continue;
     const ptx_insn *inc = &g->k->insns[inc_at];
+    int moved_at = inc_at; /* nvcc also writes "t = i + C; ...; mov i, t": the mov is when i changes */
+    if (op_is(inc->opcode, "mov") && inc->n_ops == 2 && inc->ops[1].kind == OP_REG && inc->guard < 0) {
+      int t_at = -1;
+      if (defs_in_loop(g, L, inc->ops[1].regs[0], &t_at) != 1) continue;
+      inc = &g->k->insns[t_at];
+    }
     if ((!op_is(inc->opcode, "add") && !op_is(inc->opcode, "sub")) || inc->n_ops != 3 || inc->guard >= 0) continue;
     int self = inc->ops[1].kind == OP_REG && inc->ops[1].regs[0] == iv->regs[0] ? 1 : 2;
     if (inc->ops[self].kind != OP_REG || inc->ops[self].regs[0] != iv->regs[0] || (self == 2 && op_is(inc->opcode, "sub"))) continue;
@@ -327,7 +333,7 @@ static double loop_trip(const cfg *g, const loop *L, const eval_ctx *c) {
     double s = eval_operand(c, stp, header_at, 0) * (op_is(inc->opcode, "sub") ? -1 : 1);
     double b = eval_operand(c, bound, header_at, 0);
     double v0 = eval_reg(c, iv->regs[0], header_at, 0);
-    return solve_trip(side == 1 ? cmp : cmp_swap(cmp), v0, s, b, inc_at < setp_at);
+    return solve_trip(side == 1 ? cmp : cmp_swap(cmp), v0, s, b, moved_at < setp_at);
   }
   return NAN;
 }

@@ -46,10 +46,11 @@ static ht_status skip_ws(lexer *lx) {
     } else if (c == '/' && lx->p[1] == '/') {
       while (*lx->p && *lx->p != '\n') lx->p++;
     } else if (c == '/' && lx->p[1] == '*') {
+      lexer open = *lx; /* errors point at the opening, not at the end of the input */
       advance(lx);
       advance(lx);
       while (*lx->p && !(lx->p[0] == '*' && lx->p[1] == '/')) advance(lx);
-      if (!*lx->p) return perr(lx, "unterminated /* comment");
+      if (!*lx->p) return perr(&open, "unterminated /* comment");
       lx->p += 2;
     } else {
       return HT_OK;
@@ -477,6 +478,7 @@ static ht_status parse_module(lexer *lx) {
   for (;;) {
     if ((st = skip_ws(lx))) return st;
     if (!*lx->p) return HT_OK;
+    lexer at = *lx;
     if ((st = read_word(lx, w, "expected a directive"))) return st;
     if (strcmp(w, ".version") == 0 || strcmp(w, ".target") == 0 || strcmp(w, ".address_size") == 0 ||
         strcmp(w, ".file") == 0 || strcmp(w, ".loc") == 0) {
@@ -489,7 +491,7 @@ static ht_status parse_module(lexer *lx) {
     } else if (w[0] == '.') {
       if ((st = skip_statement(lx))) return st; /* .global/.const/.shared variables, .section, .pragma */
     } else {
-      return perr(lx, "expected a directive");
+      return perr(&at, "expected a directive");
     }
   }
 }
