@@ -1,0 +1,428 @@
+/* Prediction plumbing: feature vectors from specs, datasets from export CSV files and the store,
+ * the model wrapper (targets, decade routing, save/load), accuracy metrics against hand-computed
+ * values, cross-validation and size hold-out, MRMR, stored models, and CUDA PTX features. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hetune/hetune.h"
+#include "hetune/ptx.h"
+
+static char dir[512];
+
+static const char *write_tmp(const char *name, const char *text) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static ht_spec *load_spec(const char *rel) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", HT_SOURCE_DIR, rel);
+  ht_spec *s;
+  if (ht_spec_load(path, &s)) fail_msg("%s", ht_last_error());
+  return s;
+}
+
+static double feature(ht_feature_set *fs, const double *x, const char *name) {
+  for (int i = 0; i < ht_features_count(fs); i++)
+    if (strcmp(ht_features_name(fs, i), name) == 0) return x[i];
+  fail_msg("no feature %s", name);
+  return NAN;
+}
+
+/* ---- features ---- */
+
+static void test_features_gemm_opencl(void **state) {
+  (void)state;
+  ht_spec *s = load_spec("examples/gemm/gemm_opencl.json");
+  ht_feature_set *fs;
+  assert_int_equal(ht_features_create(s, NULL, &fs), HT_OK);
+  int64_t sizes[3];
+  ht_value params[16];
+  assert_int_equal(ht_features_parse_problem(s, "M=512,K=256", sizes, "test"), HT_OK);
+  assert_int_equal(sizes[0], 512);
+  assert_int_equal(sizes[1], 1024); /* N keeps the spec's value */
+  assert_int_equal(sizes[2], 256);
+  assert_int_equal(ht_features_parse_config(s, "MWG=64,NWG=128,KWG=16,WPTM=4,WPTN=8,VW=4,STRN=1,USE_LOCAL=1,UNROLL=8",
+                                            params, "test"),
+                   HT_OK);
+  double x[128];
+  assert_int_equal(ht_features_compute(fs, sizes, params, x), HT_OK);
+  double work = 512.0 * 1024 * 256;
+  assert_true(feature(fs, x, "work") == work);
+  assert_true(feature(fs, x, "flops") == 2 * work);
+  assert_true(feature(fs, x, "bytes") == 4.0 * (512 * 256 + 256 * 1024 + 512 * 1024));
+  assert_true(fabs(feature(fs, x, "intensity") - 2 * work / feature(fs, x, "bytes")) < 1e-9);
+  assert_true(feature(fs, x, "param:WPTN") == 8);
+  /* global = (N/WPTN, M/WPTM) = (128, 128), local = (NWG/WPTN, MWG/WPTM) = (16, 16) */
+  assert_true(feature(fs, x, "launch:work_items") == 128 * 128);
+  assert_true(feature(fs, x, "launch:group_size") == 256);
+  assert_true(feature(fs, x, "launch:work_groups") == 64);
+  assert_true(feature(fs, x, "launch:warps") == 8);
+  assert_true(fabs(feature(fs, x, "log_work") - log10(1 + work)) < 1e-12);
+  ht_features_destroy(fs);
+  ht_spec_destroy(s);
+}
+
+static void test_features_bad_text(void **state) {
+  (void)state;
+  ht_spec *s = load_spec("examples/vadd/vadd_c.json");
+  int64_t sizes[1];
+  ht_value params[4];
+  assert_int_equal(ht_features_parse_problem(s, "Q=5", sizes, "row 7"), HT_ERR_NOTFOUND);
+  assert_non_null(strstr(ht_last_error(), "row 7: 'Q' is not a problem size"));
+  assert_int_equal(ht_features_parse_problem(s, "N=12x", sizes, "row 7"), HT_ERR_INVALID);
+  assert_int_equal(ht_features_parse_config(s, "NOPE=1", params, "cfg"), HT_ERR_NOTFOUND);
+  assert_int_equal(ht_features_parse_config(s, "", params, "cfg"), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "has no value"));
+  ht_spec_destroy(s);
+}
+
+/* ---- datasets from CSV ---- */
+
+static const char *vadd_csv(void) {
+  return write_tmp("vadd.csv",
+                   "eval_id,kernel,device_id,problem,config,status,time_s,message\n"
+                   "1,vadd_c,c:0,N=1000,\"NTHREADS=1,CHUNK=0,UNROLL=2\",ok,0.001,\n"
+                   "2,vadd_c,c:0,N=1000,\"NTHREADS=2,CHUNK=0,UNROLL=2\",ok,0.0006,\n"
+                   "3,vadd_c,c:0,N=1000,\"NTHREADS=4,CHUNK=0,UNROLL=2\",compile,,\"boom, \"\"quoted\"\"\"\n"
+                   "4,other,c:0,N=1000,X=1,ok,0.5,\n"
+                   "5,vadd_c,c:0,N=8000,\"NTHREADS=1,CHUNK=0,UNROLL=2\",ok,0.008,\n"
+                   "6,vadd_c,opencl:0:0,N=8000,\"NTHREADS=2,CHUNK=0,UNROLL=2\",ok,0.004,\n");
+}
+
+static void test_dataset_from_csv(void **state) {
+  (void)state;
+  ht_spec *s = load_spec("examples/vadd/vadd_c.json");
+  ht_feature_set *fs;
+  assert_int_equal(ht_features_create(s, NULL, &fs), HT_OK);
+  const char *path = vadd_csv();
+  ht_dataset *d;
+  if (ht_dataset_from_csv(fs, &path, 1, NULL, &d)) fail_msg("%s", ht_last_error());
+  assert_int_equal(d->n_rows, 4); /* the failure and the other kernel are skipped */
+  assert_int_equal(d->n_groups, 3);
+  assert_int_equal(d->group[0], d->group[1]);
+  assert_true(d->y[1] == 0.0006);
+  assert_true(d->work[2] == 8000);
+  ht_dataset_destroy(d);
+  if (ht_dataset_from_csv(fs, &path, 1, "c:0", &d)) fail_msg("%s", ht_last_error());
+  assert_int_equal(d->n_rows, 3);
+  ht_dataset_destroy(d);
+  assert_int_equal(ht_dataset_from_csv(fs, &path, 1, "cuda:0", &d), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "no successful evaluation of kernel 'vadd_c' on device cuda:0"));
+  ht_features_destroy(fs);
+  ht_spec_destroy(s);
+}
+
+static void test_dataset_bad_csv(void **state) {
+  (void)state;
+  ht_spec *s = load_spec("examples/vadd/vadd_c.json");
+  ht_feature_set *fs;
+  ht_dataset *d;
+  assert_int_equal(ht_features_create(s, NULL, &fs), HT_OK);
+  const char *p = write_tmp("nocol.csv", "kernel,device_id,problem,config,time_s\nvadd_c,c,N=1,NTHREADS=1,1\n");
+  assert_int_equal(ht_dataset_from_csv(fs, &p, 1, NULL, &d), HT_ERR_PARSE);
+  assert_non_null(strstr(ht_last_error(), "no 'status' column"));
+  p = write_tmp("short.csv", "kernel,device_id,problem,config,status,time_s\nvadd_c,c,N=1,NTHREADS=1,ok\n");
+  assert_int_equal(ht_dataset_from_csv(fs, &p, 1, NULL, &d), HT_ERR_PARSE);
+  assert_non_null(strstr(ht_last_error(), "short.csv:2: 5 fields"));
+  p = write_tmp("neg.csv", "kernel,device_id,problem,config,status,time_s\nvadd_c,c,N=1,NTHREADS=1,ok,-1\n");
+  assert_int_equal(ht_dataset_from_csv(fs, &p, 1, NULL, &d), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "neg.csv:2: time -1"));
+  p = write_tmp("quote.csv", "kernel,device_id,problem,config,status,time_s\nvadd_c,c,\"N=1,NTHREADS=1,ok,1\n");
+  assert_int_equal(ht_dataset_from_csv(fs, &p, 1, NULL, &d), HT_ERR_PARSE);
+  const char *missing = "/nonexistent/x.csv";
+  assert_int_equal(ht_dataset_from_csv(fs, &missing, 1, NULL, &d), HT_ERR_IO);
+  ht_features_destroy(fs);
+  ht_spec_destroy(s);
+}
+
+/* ---- accuracy metrics against hand-computed values ---- */
+
+static ht_dataset *toy_dataset(int n, int p) {
+  ht_dataset *d;
+  assert_int_equal(ht_dataset_create(n, p, &d), HT_OK);
+  for (int j = 0; j < p; j++) d->names[j] = ht_strfmt("f%d", j);
+  return d;
+}
+
+static void test_accuracy_values(void **state) {
+  (void)state;
+  ht_dataset *d = toy_dataset(5, 1);
+  /* group 0: measured 1, 2, 4; group 1: measured 10, 20 */
+  double y[] = {1, 2, 4, 10, 20}, pred[] = {2.2, 1.1, 4.4, 10, 30};
+  int g[] = {0, 0, 0, 1, 1};
+  for (int i = 0; i < 5; i++) d->y[i] = y[i], d->group[i] = g[i];
+  d->n_groups = 2;
+  ht_accuracy a;
+  assert_int_equal(ht_accuracy_compute(d, pred, &a), HT_OK);
+  assert_int_equal(a.n_rows, 5);
+  assert_int_equal(a.n_groups, 2);
+  /* errors: 120, 45, 10, 0, 50 % */
+  assert_true(fabs(a.mape_mean - 45.0) < 1e-9);
+  assert_true(fabs(a.mape_max - 120.0) < 1e-9);
+  /* group 0 ranks: y 0,1,2; pred 1,0,2 -> rho = 0.5; group 1 -> 1 */
+  assert_true(fabs(a.spearman - 0.75) < 1e-12);
+  /* group 0 picks the row measured 2 (penalty 100 %), group 1 picks its best */
+  assert_true(fabs(a.top1 - 0.5) < 1e-12);
+  assert_true(fabs(a.penalty_mean - 50.0) < 1e-9);
+  assert_true(fabs(a.penalty_max - 100.0) < 1e-9);
+  ht_dataset_destroy(d);
+}
+
+static void test_split_largest(void **state) {
+  (void)state;
+  ht_dataset *d = toy_dataset(6, 1);
+  double w[] = {10, 100, 1000, 100, 10000, 10000};
+  for (int i = 0; i < 6; i++) d->work[i] = w[i], d->y[i] = 1;
+  int *tr, *te, ntr, nte;
+  assert_int_equal(ht_dataset_split_largest(d, 2, &tr, &ntr, &te, &nte), HT_OK);
+  assert_int_equal(nte, 3); /* 1000, 10000, 10000 */
+  assert_int_equal(ntr, 3);
+  for (int k = 0; k < nte; k++) assert_true(d->work[te[k]] >= 1000);
+  free(tr);
+  free(te);
+  assert_int_equal(ht_dataset_split_largest(d, 4, &tr, &ntr, &te, &nte), HT_ERR_INVALID);
+  ht_dataset_destroy(d);
+}
+
+/* ---- the wrapper, with the linear model on an exact power law ---- */
+
+/* time = 2e-9 * work^1.5 over work 1e3..1e8, features: work, log_work and a constant. */
+static ht_dataset *power_law(int n) {
+  ht_dataset *d = toy_dataset(n, 3);
+  free(d->names[0]);
+  d->names[0] = ht_strdup("work");
+  free(d->names[1]);
+  d->names[1] = ht_strdup("log_work");
+  for (int i = 0; i < n; i++) {
+    double w = pow(10, 3 + 5.0 * i / (n - 1));
+    d->x[i * 3] = w;
+    d->x[i * 3 + 1] = log10(1 + w);
+    d->x[i * 3 + 2] = 7;
+    d->work[i] = w;
+    d->y[i] = 2e-9 * pow(w, 1.5);
+    d->group[i] = 0;
+  }
+  d->n_groups = 1;
+  return d;
+}
+
+static void test_wrapper_targets_and_routes(void **state) {
+  (void)state;
+  if (!ht_model_kind_find("linear")) skip();
+  ht_dataset *d = power_law(60);
+  const char *opts[] = {"target=log", "target=rate", "route=decade,route_min=10"};
+  for (int k = 0; k < 3; k++) {
+    ht_model *m;
+    if (ht_model_fit("linear", d, opts[k], 1, &m)) fail_msg("%s: %s", opts[k], ht_last_error());
+    double x[3] = {5e7, log10(1 + 5e7), 7};
+    double want = 2e-9 * pow(5e7, 1.5), got = ht_model_predict(m, x);
+    /* log time is linear in log10(1 + w) only approximately at small w: a percent is plenty */
+    assert_true(fabs(got / want - 1) < 0.02);
+    ht_buf b = {0};
+    assert_int_equal(ht_model_save(m, &b), HT_OK);
+    ht_model *m2;
+    if (ht_model_load(b.data, b.len, &m2)) fail_msg("%s", ht_last_error());
+    assert_true(ht_model_predict(m2, x) == got);
+    assert_string_equal(ht_model_kind(m2), "linear");
+    assert_string_equal(ht_model_feature_name(m2, 1), "log_work");
+    for (size_t cut = 0; cut < b.len; cut += 7) {
+      ht_model *bad = NULL;
+      assert_int_not_equal(ht_model_load(b.data, cut, &bad), HT_OK);
+      assert_null(bad);
+    }
+    ht_buf_free(&b);
+    ht_model_destroy(m);
+    ht_model_destroy(m2);
+  }
+  ht_dataset_destroy(d);
+}
+
+static void test_wrapper_errors(void **state) {
+  (void)state;
+  ht_dataset *d = power_law(20);
+  ht_model *m = NULL;
+  assert_int_equal(ht_model_fit("no_such_model", d, NULL, 1, &m), HT_ERR_NOTFOUND);
+  if (ht_model_kind_find("linear")) {
+    assert_int_equal(ht_model_fit("linear", d, "target=cubic", 1, &m), HT_ERR_INVALID);
+    assert_int_equal(ht_model_fit("linear", d, "route=weekly", 1, &m), HT_ERR_INVALID);
+    assert_int_equal(ht_model_fit("linear", d, "flavour=mint", 1, &m), HT_ERR_INVALID);
+    assert_non_null(strstr(ht_last_error(), "flavour"));
+    d->y[3] = 0;
+    assert_int_equal(ht_model_fit("linear", d, NULL, 1, &m), HT_ERR_INVALID);
+    assert_non_null(strstr(ht_last_error(), "row 3"));
+  }
+  assert_null(m);
+  assert_int_equal(ht_model_load("HTMODEL1", 8, &m), HT_ERR_PARSE);
+  assert_int_equal(ht_model_load("garbage!garbage!", 16, &m), HT_ERR_PARSE);
+  ht_dataset_destroy(d);
+}
+
+static void test_cross_validation_and_holdout(void **state) {
+  (void)state;
+  if (!ht_model_kind_find("linear")) skip();
+  ht_dataset *d = power_law(50);
+  double pred[50];
+  assert_int_equal(ht_model_cross_validate("linear", d, NULL, 5, 3, pred), HT_OK);
+  ht_accuracy a;
+  assert_int_equal(ht_accuracy_compute(d, pred, &a), HT_OK);
+  assert_true(a.mape_max < 5);
+  assert_true(a.r2 > 0.999);
+  int *tr, *te, ntr, nte;
+  assert_int_equal(ht_dataset_split_largest(d, 5, &tr, &ntr, &te, &nte), HT_OK);
+  assert_int_equal(ht_model_holdout("linear", d, NULL, 1, tr, ntr, te, nte, pred), HT_OK);
+  for (int k = 0; k < nte; k++) assert_true(fabs(pred[k] / d->y[te[k]] - 1) < 0.05);
+  free(tr);
+  free(te);
+  assert_int_equal(ht_model_cross_validate("linear", d, NULL, 1, 3, pred), HT_ERR_INVALID);
+  ht_dataset_destroy(d);
+}
+
+/* ---- MRMR ---- */
+
+static void test_mrmr_prefers_relevant_and_new(void **state) {
+  (void)state;
+  int n = 400;
+  ht_dataset *d = toy_dataset(n, 5);
+  ht_rng r;
+  ht_rng_seed(&r, 5);
+  for (int i = 0; i < n; i++) {
+    double a = ht_rng_uniform(&r), b = ht_rng_uniform(&r);
+    double *x = d->x + i * 5;
+    x[0] = ht_rng_uniform(&r); /* noise */
+    x[1] = a;                  /* strongly relevant */
+    x[2] = a + 1e-3 * ht_rng_uniform(&r); /* a near copy of x1: redundant */
+    x[3] = b;                  /* relevant and new */
+    x[4] = 3;                  /* constant */
+    d->y[i] = 4 * a + b;
+  }
+  int order[5];
+  double score[5];
+  assert_int_equal(ht_mrmr_rank(d, 10, order, score), HT_OK);
+  assert_true(order[0] == 1 || order[0] == 2);
+  assert_int_equal(order[1], 3); /* the new information beats the copy */
+  assert_int_equal(order[4], 4); /* constant last */
+  ht_dataset_destroy(d);
+}
+
+/* ---- stored models ---- */
+
+static int count_visit(const ht_model_record *rec, void *ctx) {
+  int *n = ctx;
+  if (*n == 0) assert_string_equal(rec->options, "v2"); /* newest first */
+  assert_int_equal(rec->blob_len, 5);
+  assert_memory_equal(rec->blob, "a\0b\0c", 5);
+  (*n)++;
+  return 0;
+}
+
+static void test_store_models(void **state) {
+  (void)state;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/models.db", dir);
+  ht_store *st;
+  assert_int_equal(ht_store_open(path, &st), HT_OK);
+  ht_model_record rec = {.name = "k.gbt", .kind = "gbt", .options = "v1", .kernel_name = "k", .provenance_json = "{}",
+                         .blob = "a\0b\0c", .blob_len = 5, .n_rows = 3};
+  int64_t id1, id2;
+  assert_int_equal(ht_store_put_model(st, &rec, &id1), HT_OK);
+  rec.options = "v2";
+  assert_int_equal(ht_store_put_model(st, &rec, &id2), HT_OK);
+  assert_true(id2 > id1);
+  rec.blob_len = 0;
+  assert_int_equal(ht_store_put_model(st, &rec, &id2), HT_ERR_INVALID);
+  int n = 0;
+  assert_int_equal(ht_store_each_model(st, "k.gbt", NULL, count_visit, &n), HT_OK);
+  assert_int_equal(n, 2);
+  n = 0;
+  assert_int_equal(ht_store_each_model(st, NULL, "other", count_visit, &n), HT_OK);
+  assert_int_equal(n, 0);
+  ht_store_close(st);
+  assert_int_equal(ht_store_open_readonly(path, &st), HT_OK);
+  n = 0;
+  assert_int_equal(ht_store_each_model(st, NULL, "k", count_visit, &n), HT_OK);
+  assert_int_equal(n, 2);
+  assert_int_equal(ht_store_put_model(st, &rec, &id2), HT_ERR_STORE);
+  ht_store_close(st);
+}
+
+/* ---- CUDA: PTX features follow the problem size (nvcc needed, no GPU) ---- */
+
+static void test_cuda_ptx_features(void **state) {
+  (void)state;
+  if (!ht_ptx_nvcc_path()) skip();
+  ht_spec *s = load_spec("examples/gemm/gemm_cuda.json");
+  ht_feature_set *fs;
+  assert_int_equal(ht_features_create(s, NULL, &fs), HT_OK);
+  int64_t sizes[3];
+  ht_value params[16];
+  double x1[128], x2[128];
+  assert_int_equal(ht_features_parse_config(s, "MWG=64,NWG=64,KWG=16,WPTM=4,WPTN=4,VW=2,STRN=0,USE_LOCAL=1,UNROLL=8",
+                                            params, "t"),
+                   HT_OK);
+  assert_int_equal(ht_features_parse_problem(s, "M=256,N=256,K=256", sizes, "t"), HT_OK);
+  if (ht_features_compute(fs, sizes, params, x1)) fail_msg("%s", ht_last_error());
+  assert_int_equal(ht_features_parse_problem(s, "M=256,N=256,K=512", sizes, "t"), HT_OK);
+  if (ht_features_compute(fs, sizes, params, x2)) fail_msg("%s", ht_last_error());
+  double sum = 0;
+  const char *cls[] = {"ptx:l_c", "ptx:l_mr", "ptx:l_mw", "ptx:l_shr", "ptx:l_shw", "ptx:l_s", "ptx:l_dpu", "ptx:l_sfu"};
+  for (int i = 0; i < 8; i++) sum += feature(fs, x1, cls[i]);
+  assert_true(sum == feature(fs, x1, "ptx:l"));
+  /* the K loop runs K/KWG times: twice the global reads, shared reads and barriers per thread */
+  assert_true(feature(fs, x1, "ptx:l_mr") > 0);
+  assert_true(fabs(feature(fs, x2, "ptx:l_shr") / feature(fs, x1, "ptx:l_shr") - 2) < 0.05);
+  assert_true(fabs(feature(fs, x2, "ptx:l_s") / feature(fs, x1, "ptx:l_s") - 2) < 0.05);
+  assert_true(feature(fs, x1, "ptx:regs") > 0);
+  assert_true(feature(fs, x1, "ptx:dpc") > 0 && feature(fs, x1, "ptx:dpc") <= 1);
+  ht_features_destroy(fs);
+  ht_spec_destroy(s);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "%s/model_test_XXXXXX", HT_BINARY_DIR);
+  if (!mkdtemp(dir)) return -1;
+  char cache[600];
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  setenv("HETUNE_CACHE_DIR", cache, 0);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_features_gemm_opencl),
+    cmocka_unit_test(test_features_bad_text),
+    cmocka_unit_test(test_dataset_from_csv),
+    cmocka_unit_test(test_dataset_bad_csv),
+    cmocka_unit_test(test_accuracy_values),
+    cmocka_unit_test(test_split_largest),
+    cmocka_unit_test(test_wrapper_targets_and_routes),
+    cmocka_unit_test(test_wrapper_errors),
+    cmocka_unit_test(test_cross_validation_and_holdout),
+    cmocka_unit_test(test_mrmr_prefers_relevant_and_new),
+    cmocka_unit_test(test_store_models),
+    cmocka_unit_test(test_cuda_ptx_features),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
