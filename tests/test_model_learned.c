@@ -75,6 +75,7 @@ typedef struct kind_case {
 static const kind_case cases[] = {
     {"gbt", "", 0.95},
     {"svr", "", 0.95},
+    {"mlp", "", 0.95},
 };
 
 static const kind_case *case_of(void **state) { return *state; }
@@ -283,6 +284,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       KIND_TESTS(0, "gbt"),
       KIND_TESTS(1, "svr"),
+      KIND_TESTS(2, "mlp"),
       cmocka_unit_test(test_gbt_matches_xgboost),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,10 +4,12 @@
 #include "hetune/model.h"
 
 extern const ht_model_ops ht_model_gbt;
+extern const ht_model_ops ht_model_mlp;
 extern const ht_model_ops ht_model_svr;
 
 static const ht_model_ops *const kinds[] = {
   &ht_model_gbt,
+  &ht_model_mlp,
   &ht_model_svr,
   NULL, /* keeps the table valid while it is empty; not counted */
 };
