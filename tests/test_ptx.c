@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "hetune/ptx.h"
 
@@ -405,6 +406,63 @@ static void test_examples(void **state) {
   assert_true(a.static_counts.global_write > 0 && a.static_counts.global_read > 0);
 }
 
+
+static void test_nvcc_missing(void **state) {
+  (void)state;
+  char *saved = getenv("HETUNE_NVCC") ? strdup(getenv("HETUNE_NVCC")) : NULL;
+  setenv("HETUNE_NVCC", "/nonexistent/nvcc", 1);
+  char *ptx = NULL;
+  assert_null(ht_ptx_nvcc_path());
+  assert_int_equal(ht_ptx_compile("__global__ void k() {}", "k.cu", NULL, NULL, &ptx, NULL, 0, NULL), HT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(ht_last_error(), "nvcc not found"));
+  assert_null(ptx);
+  if (saved) setenv("HETUNE_NVCC", saved, 1);
+  else unsetenv("HETUNE_NVCC");
+  free(saved);
+}
+
+/* Runs the CLI; returns its exit code, output (stdout + stderr) in out. */
+static int run_cli(const char *args, char *out, size_t len) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cd %s && %s ptx %s 2>&1", HT_SOURCE_DIR, HT_CLI, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, len - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli(void **state) {
+  (void)state;
+  char out[8192];
+  assert_int_equal(run_cli("tests/data/ptx/loops.ptx --kernel nested --param 2=3 --param 3=4 --json", out, sizeof out), 0);
+  assert_non_null(strstr(out, "\"kernel\": \"nested\""));
+  assert_non_null(strstr(out, "\"global_read\": 12,")); /* executed: 3 x 4 */
+  assert_non_null(strstr(out, "\"unresolved_loops\": 0"));
+  assert_int_equal(run_cli("tests/data/ptx/nn.ptx", out, sizeof out), 0);
+  assert_non_null(strstr(out, "_Z6euclidP7LatLongPfiff"));
+  assert_non_null(strstr(out, "dpc 0.5840"));
+  assert_int_equal(run_cli("tests/data/ptx/missing.ptx", out, sizeof out), 1);
+  assert_non_null(strstr(out, "missing.ptx"));
+  assert_int_equal(run_cli("tests/data/ptx/nn.cu.missing --kernel x", out, sizeof out), 1);
+  assert_int_equal(run_cli("tests/data/ptx/nn.ptx --kernel nosuch", out, sizeof out), 1);
+  assert_non_null(strstr(out, "no kernel 'nosuch'"));
+  assert_int_equal(run_cli("tests/data/ptx/nn.ptx --param x", out, sizeof out), 2);
+  assert_int_equal(run_cli("tests/data/ptx/loops.cu.bad", out, sizeof out), 1);
+  char bad[1024];
+  snprintf(bad, sizeof bad, "%s/test-ptx-bad.ptx", HT_BINARY_DIR);
+  FILE *f = fopen(bad, "w");
+  assert_non_null(f);
+  fputs(".version 8.0\n.entry k() {\n  mov.u32 %r1 1;\n}\n", f);
+  fclose(f);
+  char args[1100];
+  snprintf(args, sizeof args, "%s", bad);
+  assert_int_equal(run_cli(args, out, sizeof out), 1);
+  assert_non_null(strstr(out, "test-ptx-bad.ptx:3:15: expected ',' or ';'"));
+  assert_null(strchr(strchr(out, '\n') + 1, '\n')); /* one line */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dpc_golden),     cmocka_unit_test(test_nn_euclid),
@@ -412,7 +470,8 @@ int main(void) {
     cmocka_unit_test(test_nested_and_constant_loops), cmocka_unit_test(test_countdown_loop),
     cmocka_unit_test(test_parse_errors),   cmocka_unit_test(test_fuzz),
     cmocka_unit_test(test_ptxas_log),      cmocka_unit_test(test_compile_nn),
-    cmocka_unit_test(test_examples),
+    cmocka_unit_test(test_examples),       cmocka_unit_test(test_nvcc_missing),
+    cmocka_unit_test(test_cli),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
