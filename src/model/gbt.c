@@ -374,8 +374,6 @@ static ht_status gbt_load(void **state, const char *data, size_t len) {
 }
 
 const ht_model_ops ht_model_gbt = {
-    "gbt",       "gradient-boosted trees (XGBoost training, own fast tree evaluation)",
-    "log",       gbt_fit,
-    gbt_predict, gbt_save,
-    gbt_load,    gbt_destroy,
+  "gbt", "gradient-boosted trees (XGBoost training, own fast tree evaluation)", "log",
+  gbt_fit, gbt_predict, gbt_save, gbt_load, gbt_destroy,
 };

@@ -291,13 +291,6 @@ int ht_svr_n_sv(const void *state);
 int ht_svr_n_sv(const void *state) { return ((const svr *)state)->n_sv; }
 
 const ht_model_ops ht_model_svr = {
-    "svr",
-    "epsilon-SVR (libsvm training; rbf, linear or poly kernel; own prediction "
-    "loop)",
-    "log",
-    svr_fit,
-    svr_predict,
-    svr_save,
-    svr_load,
-    svr_destroy,
+  "svr", "epsilon-SVR (libsvm training; rbf, linear or poly kernel; own prediction loop)", "log",
+  svr_fit, svr_predict, svr_save, svr_load, svr_destroy,
 };
