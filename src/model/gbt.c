@@ -374,6 +374,12 @@ static ht_status gbt_load(void **state, const char *data, size_t len) {
 }
 
 const ht_model_ops ht_model_gbt = {
-  "gbt", "gradient-boosted trees (XGBoost training, own fast tree evaluation)", "log",
-  gbt_fit, gbt_predict, gbt_save, gbt_load, gbt_destroy,
+  .name = "gbt",
+  .summary = "gradient-boosted trees (XGBoost training, own fast tree evaluation)",
+  .default_target = "log",
+  .fit = gbt_fit,
+  .predict = gbt_predict,
+  .save = gbt_save,
+  .load = gbt_load,
+  .destroy = gbt_destroy,
 };

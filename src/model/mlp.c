@@ -399,6 +399,12 @@ static ht_status mlp_load(void **state, const char *data, size_t len) {
 }
 
 const ht_model_ops ht_model_mlp = {
-  "mlp", "multilayer perceptron (tanh/relu, Adam, early stopping on held-out rows)", "log",
-  mlp_fit, mlp_predict, mlp_save, mlp_load, mlp_destroy,
+  .name = "mlp",
+  .summary = "multilayer perceptron (tanh/relu, Adam, early stopping on held-out rows)",
+  .default_target = "log",
+  .fit = mlp_fit,
+  .predict = mlp_predict,
+  .save = mlp_save,
+  .load = mlp_load,
+  .destroy = mlp_destroy,
 };

@@ -291,6 +291,12 @@ int ht_svr_n_sv(const void *state);
 int ht_svr_n_sv(const void *state) { return ((const svr *)state)->n_sv; }
 
 const ht_model_ops ht_model_svr = {
-  "svr", "epsilon-SVR (libsvm training; rbf, linear or poly kernel; own prediction loop)", "log",
-  svr_fit, svr_predict, svr_save, svr_load, svr_destroy,
+  .name = "svr",
+  .summary = "epsilon-SVR (libsvm training; rbf, linear or poly kernel; own prediction loop)",
+  .default_target = "log",
+  .fit = svr_fit,
+  .predict = svr_predict,
+  .save = svr_save,
+  .load = svr_load,
+  .destroy = svr_destroy,
 };
