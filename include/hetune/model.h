@@ -16,6 +16,9 @@
 extern "C" {
 #endif
 
+/* Most features a dataset or model may have. */
+#define HT_MODEL_MAX_FEATURES 128
+
 /* ---- datasets ---- */
 
 /* Rows of (features -> measured time). Rows measured for the same problem (one kernel, device and
@@ -84,6 +87,10 @@ typedef struct ht_model_ops {
   ht_status (*save)(const void *state, ht_buf *out);
   ht_status (*load)(void **state, const char *data, size_t len);
   void (*destroy)(void *state);
+  /* 0: the wrapper hands the model log10(1 + v) of every feature that is non-negative and spans
+   * at least a factor 4 in training (sizes, work, bytes, tile sizes), so inputs scaled linearly still
+   * extrapolate to larger problems; 1: the model gets raw values (it models sizes itself). */
+  int raw_inputs;
 } ht_model_ops;
 
 int ht_model_kind_count(void);

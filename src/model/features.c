@@ -23,7 +23,7 @@
 #include "hetune/model.h"
 #include "model/features_internal.h"
 
-enum { MAX_FEATURES = 128 };
+enum { MAX_FEATURES = HT_MODEL_MAX_FEATURES };
 
 static ht_status add_name(ht_feature_set *fs, const char *fmt, const char *arg) {
   if (fs->n >= MAX_FEATURES) return ht_error(HT_ERR_INVALID, "%s: more than %d features", fs->spec->path, MAX_FEATURES);

@@ -4,7 +4,9 @@
  * Targets: "log" fits log(time); "rate" fits log(time / work), so a model that cannot extrapolate
  * (trees, neighbours) still predicts constant throughput beyond the sizes it saw; "time" fits
  * seconds. Routing: route=decade fits one sub-model per decade of the "work" feature, merging
- * neighbouring decades until each has route_min rows (default 20). */
+ * neighbouring decades until each has route_min rows (default 20).
+ * Inputs: unless the model asks for raw values, features that are non-negative and span more than
+ * a factor 4 in training reach the model as log10(1 + v) (inputs=raw turns this off). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,7 @@ struct ht_model {
   int n_features;
   char **names;
   int work_index; /* -1 when there is no "work" feature */
+  unsigned char *logged; /* n_features flags: the model sees log10(1 + v) of this feature */
   int n_routes;
   route *routes;
 };
@@ -70,6 +73,7 @@ void ht_model_destroy(ht_model *m) {
   if (m->ops) model_free_routes(m);
   for (int j = 0; m->names && j < m->n_features; j++) free(m->names[j]);
   free(m->names);
+  free(m->logged);
   free(m->options);
   free(m);
 }
@@ -117,6 +121,26 @@ static int plan_routes(const ht_dataset *d, int min_rows, double *lo, int max_ro
   return n ? n : 1;
 }
 
+/* Which features the model sees in log form (see the header comment). */
+static ht_status choose_logged(ht_model *m, const ht_dataset *d, int raw) {
+  m->logged = calloc((size_t)m->n_features + 1, 1);
+  if (!m->logged) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int j = 0; j < m->n_features && !raw; j++) {
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < d->n_rows; i++) {
+      double v = d->x[(size_t)i * d->n_features + j];
+      lo = fmin(lo, v);
+      hi = fmax(hi, v);
+    }
+    m->logged[j] = lo >= 0 && hi >= 4 * fmax(lo, 1);
+  }
+  return HT_OK;
+}
+
+static void transform_inputs(const ht_model *m, const double *x, double *out) {
+  for (int j = 0; j < m->n_features; j++) out[j] = m->logged[j] ? log10(1 + fmax(x[j], 0)) : x[j];
+}
+
 static ht_status fit_route(ht_model *m, const ht_dataset *d, double lo, double hi, const ht_options *opt,
                            uint64_t seed, void **state) {
   int *rows = malloc((size_t)(d->n_rows + 1) * sizeof *rows), n = 0;
@@ -129,7 +153,11 @@ static ht_status fit_route(ht_model *m, const ht_dataset *d, double lo, double h
   ht_status st = ht_dataset_subset(d, rows, n, &sub);
   free(rows);
   if (st) return st;
-  for (int i = 0; i < sub->n_rows; i++) sub->y[i] = to_target(m->tgt, sub->y[i], sub->work[i]);
+  for (int i = 0; i < sub->n_rows; i++) {
+    sub->y[i] = to_target(m->tgt, sub->y[i], sub->work[i]);
+    double *x = sub->x + (size_t)i * sub->n_features;
+    transform_inputs(m, x, x);
+  }
   st = m->ops->fit(state, sub, opt, seed);
   ht_dataset_destroy(sub);
   return st;
@@ -137,6 +165,8 @@ static ht_status fit_route(ht_model *m, const ht_dataset *d, double lo, double h
 
 static ht_status check_training_data(const char *kind, const ht_dataset *d) {
   if (d->n_rows < 1) return ht_error(HT_ERR_INVALID, "%s: no training rows", kind);
+  if (d->n_features > HT_MODEL_MAX_FEATURES)
+    return ht_error(HT_ERR_INVALID, "%s: %d features (at most %d)", kind, d->n_features, HT_MODEL_MAX_FEATURES);
   for (int i = 0; i < d->n_rows; i++)
     if (!(d->y[i] > 0) || !isfinite(d->y[i]))
       return ht_error(HT_ERR_INVALID, "%s: training row %d has time %g (must be a positive number)", kind, i, d->y[i]);
@@ -184,6 +214,10 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
   m->options = ht_strdup(options ? options : "");
   st = parse_target(ht_options_str(opt, "target", ops->default_target), &m->tgt);
   if (!st) st = copy_feature_names(m, train->names, train->n_features);
+  const char *inputs = ht_options_str(opt, "inputs", ops->raw_inputs ? "raw" : "log");
+  if (!st && strcmp(inputs, "raw") != 0 && strcmp(inputs, "log") != 0)
+    st = ht_error(HT_ERR_INVALID, "model option inputs=%s: expected log or raw", inputs);
+  if (!st) st = choose_logged(m, train, strcmp(inputs, "raw") == 0);
   if (!st) st = fit_all(m, train, opt, seed);
   char *unused = st ? NULL : ht_options_unused(opt);
   if (unused) st = ht_error(HT_ERR_INVALID, "model %s: unknown option(s) %s", kind, unused);
@@ -198,7 +232,9 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
 }
 
 double ht_model_predict(const ht_model *m, const double *x) {
-  double work = work_of(m, x);
+  double work = work_of(m, x), t[HT_MODEL_MAX_FEATURES];
+  transform_inputs(m, x, t);
+  x = t;
   int r = 0;
   if (m->n_routes > 1) {
     double dec = decade_of(work);
@@ -215,12 +251,13 @@ const char *ht_model_feature_name(const ht_model *m, int i) {
 }
 
 ht_status ht_model_save(const ht_model *m, ht_buf *out) {
-  mu_put_tag(out, "HTMODEL1");
+  mu_put_tag(out, "HTMODEL2");
   mu_put_str(out, m->ops->name);
   mu_put_str(out, m->options);
   mu_put_i64(out, m->tgt);
   mu_put_i64(out, m->n_features);
   for (int j = 0; j < m->n_features; j++) mu_put_str(out, m->names[j]);
+  ht_buf_append_bytes(out, m->logged, (size_t)m->n_features);
   mu_put_i64(out, m->n_routes);
   for (int r = 0; r < m->n_routes; r++) {
     ht_buf sub = {0};
@@ -238,7 +275,7 @@ ht_status ht_model_save(const ht_model *m, ht_buf *out) {
 }
 
 static ht_status load_header(mu_reader *r, ht_model *m) {
-  if (!mu_get_tag(r, "HTMODEL1")) return ht_error(HT_ERR_PARSE, "not a hetune model (bad magic)");
+  if (!mu_get_tag(r, "HTMODEL2")) return ht_error(HT_ERR_PARSE, "not a hetune model of this version (bad magic)");
   char *kind = mu_get_str(r);
   m->ops = kind ? ht_model_kind_find(kind) : NULL;
   ht_status st = HT_OK;
@@ -247,11 +284,15 @@ static ht_status load_header(mu_reader *r, ht_model *m) {
   if (st) return st;
   m->options = mu_get_str(r);
   m->tgt = (target)mu_get_count(r, TARGET_TIME, TARGET_RATE);
-  int n = (int)mu_get_count(r, 0, 1 << 16);
+  int n = (int)mu_get_count(r, 0, HT_MODEL_MAX_FEATURES);
   char **names = calloc((size_t)n + 1, sizeof *names);
   if (!names) return ht_error(HT_ERR_NOMEM, "out of memory");
   for (int j = 0; j < n; j++) names[j] = mu_get_str(r);
   st = r->failed ? ht_error(HT_ERR_PARSE, "saved model: truncated header") : copy_feature_names(m, names, n);
+  const unsigned char *flags = st ? NULL : mu_get_bytes(r, n);
+  if (!st && !flags) st = ht_error(HT_ERR_PARSE, "saved model: truncated header");
+  if (!st && !(m->logged = calloc((size_t)n + 1, 1))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) memcpy(m->logged, flags, (size_t)n);
   for (int j = 0; j < n; j++) free(names[j]);
   free(names);
   return st;
