@@ -230,6 +230,38 @@ static void test_countdown_loop(void **state) {
   ht_ptx_free(m);
 }
 
+/* The other loop shapes: the incremented copy compared, the old value compared through a mov,
+ * and a top-tested loop (exit from the header, back edge from an unconditional bra). */
+static double trip_of(const char *body, double n) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry cp(.param .u32 cp_param_0) {\n"
+           " .reg .b32 %%r<5>; .reg .pred %%p<2>;\n ld.param.u32 %%r1, [cp_param_0];\n mov.u32 %%r2, 0;\n%s ret;\n}\n",
+           body);
+  ht_ptx_module *m;
+  if (ht_ptx_parse(text, "shape.ptx", &m)) fail_msg("%s", ht_last_error());
+  ht_ptx_counts c;
+  ht_ptx_exec_info info;
+  assert_int_equal(ht_ptx_executed_counts(m, 0, &n, 1, NULL, &c, &info), HT_OK);
+  ht_ptx_free(m);
+  assert_int_equal(info.loops, 1);
+  return info.unresolved_loops ? -1 : info.max_trip;
+}
+
+static void test_loop_shapes(void **state) {
+  (void)state;
+  /* x = i + 2; test x < n; i = x: 2, 4, ... 10 -> 5 iterations */
+  assert_true(trip_of("L1:\n add.s32 %r3, %r2, 2;\n setp.lt.s32 %p1, %r3, %r1;\n mov.u32 %r2, %r3;\n @%p1 bra L1;\n", 10) == 5);
+  /* t = i + 2; test i < n (old value); i = t: 0, 2, ... 10 -> 6 iterations */
+  assert_true(trip_of("L1:\n add.s32 %r3, %r2, 2;\n setp.lt.s32 %p1, %r2, %r1;\n mov.u32 %r2, %r3;\n @%p1 bra L1;\n", 10) == 6);
+  /* while (i < n) i++; tested at the top: the header runs n + 1 times */
+  assert_true(trip_of("L1:\n setp.ge.s32 %p1, %r2, %r1;\n @%p1 bra DONE;\n add.s32 %r2, %r2, 1;\n bra.uni L1;\nDONE:\n", 10) == 11);
+  /* bound on the left, unsigned: n > i */
+  assert_true(trip_of("L1:\n add.s32 %r2, %r2, 1;\n setp.hi.u32 %p1, %r1, %r2;\n @%p1 bra L1;\n", 7) == 7);
+  /* the induction register also changes elsewhere in the loop: not recognised */
+  assert_true(trip_of("L1:\n add.s32 %r2, %r2, 1;\n shl.b32 %r2, %r2, 1;\n setp.lt.s32 %p1, %r2, %r1;\n @%p1 bra L1;\n", 7) == -1);
+}
+
 static void expect_error(const char *text, const char *want) {
   ht_ptx_module *m = NULL;
   ht_status st = ht_ptx_parse(text, "bad.ptx", &m);
@@ -471,7 +503,7 @@ int main(void) {
     cmocka_unit_test(test_parse_errors),   cmocka_unit_test(test_fuzz),
     cmocka_unit_test(test_ptxas_log),      cmocka_unit_test(test_compile_nn),
     cmocka_unit_test(test_examples),       cmocka_unit_test(test_nvcc_missing),
-    cmocka_unit_test(test_cli),
+    cmocka_unit_test(test_cli),            cmocka_unit_test(test_loop_shapes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

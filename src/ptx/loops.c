@@ -296,6 +296,58 @@ static int exit_branch(const cfg *g, const loop *L, int *stay_true) {
   return found;
 }
 
+/* An in-loop increment "r = r +/- step" of register r: its instruction index, or -1. */
+static int self_increment(const cfg *g, const loop *L, int r, const ptx_operand **step, double *sign) {
+  int at = -1;
+  if (defs_in_loop(g, L, r, &at) != 1) return -1;
+  const ptx_insn *in = &g->k->insns[at];
+  if ((!op_is(in->opcode, "add") && !op_is(in->opcode, "sub")) || in->n_ops != 3 || in->guard >= 0) return -1;
+  int self = in->ops[1].kind == OP_REG && in->ops[1].regs[0] == r ? 1 : 2;
+  if (in->ops[self].kind != OP_REG || in->ops[self].regs[0] != r || (self == 2 && op_is(in->opcode, "sub"))) return -1;
+  *step = &in->ops[3 - self];
+  *sign = op_is(in->opcode, "sub") ? -1 : 1;
+  return at;
+}
+
+/* The induction register behind x, the register a setp compares. Three shapes nvcc writes:
+ * "x = x + C"; "t = x + C; ...; mov x, t" (x changes at the mov); and "x = i + C; ...; mov i, x"
+ * (x is the incremented copy of the induction register i, so the test sees the new value). */
+static int find_induction(const cfg *g, const loop *L, int x, int setp_at, int *ivreg, const ptx_operand **step,
+                          double *sign, int *post) {
+  int at = -1;
+  if (defs_in_loop(g, L, x, &at) != 1) return 0;
+  const ptx_insn *in = &g->k->insns[at];
+  *ivreg = x;
+  if (self_increment(g, L, x, step, sign) >= 0) {
+    *post = at < setp_at;
+    return 1;
+  }
+  if (in->guard >= 0 || in->n_ops < 2 || in->ops[1].kind != OP_REG) return 0;
+  int y = in->ops[1].regs[0], y_at = -1;
+  if (op_is(in->opcode, "mov") && in->n_ops == 2) { /* mov x, t with t = x + C */
+    int t_at = -1;
+    if (defs_in_loop(g, L, y, &t_at) != 1) return 0;
+    const ptx_insn *t = &g->k->insns[t_at];
+    if ((!op_is(t->opcode, "add") && !op_is(t->opcode, "sub")) || t->n_ops != 3 || t->guard >= 0) return 0;
+    if (t->ops[1].kind != OP_REG || t->ops[1].regs[0] != x) return 0;
+    *step = &t->ops[2];
+    *sign = op_is(t->opcode, "sub") ? -1 : 1;
+    *post = at < setp_at;
+    return 1;
+  }
+  if ((op_is(in->opcode, "add") || op_is(in->opcode, "sub")) && in->n_ops == 3 && at < setp_at &&
+      defs_in_loop(g, L, y, &y_at) == 1) { /* x = i + C, mov i, x */
+    const ptx_insn *mv = &g->k->insns[y_at];
+    if (!op_is(mv->opcode, "mov") || mv->n_ops != 2 || mv->ops[1].kind != OP_REG || mv->ops[1].regs[0] != x) return 0;
+    *ivreg = y;
+    *step = &in->ops[2];
+    *sign = op_is(in->opcode, "sub") ? -1 : 1;
+    *post = 1;
+    return 1;
+  }
+  return 0;
+}
+
 /* Trip count of one loop with the given parameter values, NAN when not recognised. */
 static double loop_trip(const cfg *g, const loop *L, const eval_ctx *c) {
   int stay_true = 0, br = exit_branch(g, L, &stay_true);
@@ -311,29 +363,18 @@ static double loop_trip(const cfg *g, const loop *L, const eval_ctx *c) {
   if (bi->guard_neg) stay_true = !stay_true;
   if (!stay_true) cmp = cmp_negate(cmp);
   for (int side = 1; side <= 2; side++) {
-    const ptx_operand *iv = &sp->ops[side], *bound = &sp->ops[3 - side];
-    if (iv->kind != OP_REG || iv->n_regs != 1) continue;
-    int inc_at = -1;
-    if (defs_in_loop(g, L, iv->regs[0], &inc_at) != 1) continue;
-    const ptx_insn *inc = &g->k->insns[inc_at];
-    int moved_at = inc_at; /* nvcc also writes "t = i + C; ...; mov i, t": the mov is when i changes */
-    if (op_is(inc->opcode, "mov") && inc->n_ops == 2 && inc->ops[1].kind == OP_REG && inc->guard < 0) {
-      int t_at = -1;
-      if (defs_in_loop(g, L, inc->ops[1].regs[0], &t_at) != 1) continue;
-      inc = &g->k->insns[t_at];
-    }
-    if ((!op_is(inc->opcode, "add") && !op_is(inc->opcode, "sub")) || inc->n_ops != 3 || inc->guard >= 0) continue;
-    int self = inc->ops[1].kind == OP_REG && inc->ops[1].regs[0] == iv->regs[0] ? 1 : 2;
-    if (inc->ops[self].kind != OP_REG || inc->ops[self].regs[0] != iv->regs[0] || (self == 2 && op_is(inc->opcode, "sub"))) continue;
-    const ptx_operand *stp = &inc->ops[3 - self];
-    int tmp;
-    if (stp->kind == OP_REG && defs_in_loop(g, L, stp->regs[0], &tmp) > 0) continue;
+    const ptx_operand *x = &sp->ops[side], *bound = &sp->ops[3 - side], *stp;
+    int ivreg, post, tmp;
+    double sign;
+    if (x->kind != OP_REG || x->n_regs != 1) continue;
+    if (!find_induction(g, L, x->regs[0], setp_at, &ivreg, &stp, &sign, &post)) continue;
     if (bound->kind == OP_REG && defs_in_loop(g, L, bound->regs[0], &tmp) > 0) continue;
+    if (stp->kind == OP_REG && defs_in_loop(g, L, stp->regs[0], &tmp) > 0) continue;
     int header_at = g->start[L->header];
-    double s = eval_operand(c, stp, header_at, 0) * (op_is(inc->opcode, "sub") ? -1 : 1);
+    double s = eval_operand(c, stp, header_at, 0) * sign;
     double b = eval_operand(c, bound, header_at, 0);
-    double v0 = eval_reg(c, iv->regs[0], header_at, 0);
-    return solve_trip(side == 1 ? cmp : cmp_swap(cmp), v0, s, b, moved_at < setp_at);
+    double v0 = eval_reg(c, ivreg, header_at, 0);
+    return solve_trip(side == 1 ? cmp : cmp_swap(cmp), v0, s, b, post);
   }
   return NAN;
 }
