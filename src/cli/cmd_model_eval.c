@@ -21,14 +21,17 @@ static const char *eval_help =
   "  --options K=V,..  options for every kind (wrapper: target=log|rate|time, route=none|decade)\n"
   "  --folds K         cross-validation folds (default 10, 0 = skip)\n"
   "  --holdout N       hold out the N largest problem sizes (default 2, 0 = skip)\n"
+  "  --test F          also a random hold-out of this fraction of the rows, as reference 003's test\n"
+  "                    set (default 0.2, 0 = skip)\n"
   "  --seed N          seed of folds and models (default 1)\n"
   "  --mrmr            also print the MRMR ranking of the features\n"
-  "  --markdown        print a markdown table\n";
+  "  --markdown        print a markdown table\n"
+  "  --tsv             print tab-separated lines: kernel, model, evaluation, the numbers\n";
 
 typedef struct eval_row {
   const char *kind;
-  ht_accuracy cv, ho;
-  int has_cv, has_ho;
+  ht_accuracy cv, ho, test;
+  int has_cv, has_ho, has_test;
   double fit_s, latency_ns;
   char error[256];
 } eval_row;
@@ -71,7 +74,39 @@ static void hold_out(eval_row *r, const ht_dataset *d, const char *options, int 
   free(test);
 }
 
+/* Reference 003's protocol: a random fraction of the rows held out. */
+static void random_test(eval_row *r, const ht_dataset *d, const char *options, double fraction, uint64_t seed) {
+  int n = d->n_rows, *perm = malloc((size_t)n * sizeof *perm), n_test = (int)lround(fraction * n);
+  double *pred = malloc((size_t)n * sizeof *pred);
+  ht_dataset *td = NULL;
+  ht_rng rng;
+  ht_rng_seed(&rng, seed ^ 0x7e57);
+  for (int i = 0; perm && i < n; i++) perm[i] = i;
+  for (int i = n - 1; perm && i > 0; i--) {
+    int j = (int)ht_rng_below(&rng, (uint64_t)i + 1), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  if (n_test < 1 || n_test >= n) snprintf(r->error, sizeof r->error, "test fraction %g of %d rows", fraction, n);
+  else if (perm && pred && !ht_model_holdout(r->kind, d, options, seed, perm + n_test, n - n_test, perm, n_test, pred) &&
+           !ht_dataset_subset(d, perm, n_test, &td))
+    r->has_test = !ht_accuracy_compute(td, pred, &r->test);
+  else snprintf(r->error, sizeof r->error, "%s", ht_last_error());
+  ht_dataset_destroy(td);
+  free(perm);
+  free(pred);
+}
+
+static const char *g_kernel; /* for --tsv lines */
+static int g_tsv;
+
 static void print_line(const char *kind, const char *what, const ht_accuracy *x, const eval_row *r, int markdown) {
+  if (g_tsv) {
+    printf("%s\t%s\t%s\t%d\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", g_kernel, kind, what, x->n_rows,
+           x->mape_mean, x->mape_max, x->r2, x->spearman, x->top1, x->penalty_mean, x->penalty_max, r->fit_s,
+           r->latency_ns);
+    return;
+  }
   const char *sep = markdown ? " | " : "  ";
   printf("%s%-8s%s%-8s", markdown ? "| " : "", kind, sep, what);
   printf("%s%7.2f%s%7.1f%s%6.3f%s%6.3f%s%5.2f%s%7.2f%s%7.1f", sep, x->mape_mean, sep, x->mape_max, sep, x->r2, sep,
@@ -81,11 +116,14 @@ static void print_line(const char *kind, const char *what, const ht_accuracy *x,
 
 static void print_row(const eval_row *r, int markdown) {
   if (r->has_cv) print_line(r->kind, "cv", &r->cv, r, markdown);
+  if (r->has_test) print_line(r->kind, "test", &r->test, r, markdown);
   if (r->has_ho) print_line(r->kind, "holdout", &r->ho, r, markdown);
-  if (r->error[0]) printf("%s%-8s failed: %s%s\n", markdown ? "| " : "", r->kind, r->error, markdown ? " |" : "");
+  if (r->error[0] && g_tsv) fprintf(stderr, "hetune: model eval: %s: %s\n", r->kind, r->error);
+  else if (r->error[0]) printf("%s%-8s failed: %s%s\n", markdown ? "| " : "", r->kind, r->error, markdown ? " |" : "");
 }
 
 static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int holdout, int markdown) {
+  if (g_tsv) return;
   printf("%s: %d rows, %d problems, %d features; %d-fold CV, hold-out of the %d largest sizes\n", s->name, d->n_rows,
          d->n_groups, d->n_features, folds, holdout);
   if (markdown) {
@@ -108,8 +146,12 @@ static void print_mrmr(const ht_dataset *d) {
   free(score);
 }
 
-static int eval_settings(const cli_args *a, long long *folds, long long *holdout, long long *seed) {
+static int eval_settings(const cli_args *a, long long *folds, long long *holdout, long long *seed, double *test) {
   const char *v;
+  *test = 0.2;
+  if ((v = cli_opt(a, "test")) && strcmp(v, "0") != 0 && cli_number("model eval", "--test", v, 0, test)) return CLI_USAGE;
+  if (v && strcmp(v, "0") == 0) *test = 0;
+  if (*test >= 1) return cli_usage_error("model eval", "--test must be below 1");
   *folds = 10;
   *holdout = 2;
   *seed = 1;
@@ -120,7 +162,8 @@ static int eval_settings(const cli_args *a, long long *folds, long long *holdout
   return CLI_OK;
 }
 
-static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, long long holdout, uint64_t seed) {
+static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, long long holdout, uint64_t seed,
+                     double test) {
   char kinds[1024];
   const char *list = cli_opt(a, "kinds");
   if (!list) {
@@ -133,6 +176,7 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, lo
     if (!ht_model_kind_find(k)) return cli_usage_error("model eval", "unknown model kind '%s'", k);
     eval_row r = {.kind = k};
     if (folds) cross_validate(&r, d, cli_opt(a, "options"), (int)folds, seed);
+    if (test > 0) random_test(&r, d, cli_opt(a, "options"), test, seed);
     if (holdout) hold_out(&r, d, cli_opt(a, "options"), (int)holdout, seed);
     fit_and_time(&r, d, cli_opt(a, "options"), seed);
     print_row(&r, cli_has(a, "markdown"));
@@ -142,25 +186,28 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, lo
 }
 
 int cmd_model_eval(int argc, char **argv) {
-  static const char *const flags[] = {"mrmr", "markdown", NULL};
+  static const char *const flags[] = {"mrmr", "markdown", "tsv", NULL};
   static const char *const known[] = {"data", "data-db", "device", "kinds", "options", "folds", "holdout",
-                                      "seed", "mrmr", "markdown", "size", NULL};
+                                      "seed", "mrmr", "markdown", "tsv", "test", "size", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(eval_help, stdout);
     return CLI_OK;
   }
   cli_args a;
   long long folds, holdout, seed;
+  double test;
   int rc = cli_parse(argc, argv, flags, &a);
   if (!rc) rc = cli_check_known(&a, "model eval", known);
-  if (!rc) rc = eval_settings(&a, &folds, &holdout, &seed);
+  if (!rc) rc = eval_settings(&a, &folds, &holdout, &seed, &test);
   if (rc) return rc;
   ht_spec *spec;
   ht_feature_set *fs;
   ht_dataset *d;
   if ((rc = cli_model_dataset(&a, "model eval", &spec, &fs, &d))) return rc;
+  g_kernel = spec->name;
+  g_tsv = cli_has(&a, "tsv");
   print_header(d, spec, (int)folds, (int)holdout, cli_has(&a, "markdown"));
-  rc = run_kinds(&a, d, folds, holdout, (uint64_t)seed);
+  rc = run_kinds(&a, d, folds, holdout, (uint64_t)seed, test);
   if (!rc && cli_has(&a, "mrmr")) print_mrmr(d);
   ht_dataset_destroy(d);
   ht_features_destroy(fs);
