@@ -21,6 +21,11 @@ extern char **environ;
 
 static int is_executable(const char *p) { return p && *p && access(p, X_OK) == 0; }
 
+static int ends_with_cu(const char *s) {
+  size_t n = strlen(s);
+  return n >= 3 && strcmp(s + n - 3, ".cu") == 0;
+}
+
 const char *ht_ptx_nvcc_path(void) {
   static __thread char found[4096];
   const char *env = getenv("HETUNE_NVCC");
@@ -37,8 +42,8 @@ const char *ht_ptx_nvcc_path(void) {
   return is_executable("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : NULL;
 }
 
-/* Runs argv with stdout+stderr captured, killing it after timeout_s. */
-static ht_status run_tool(char *const *argv, char **log, int *exit_code, double timeout_s) {
+/* Runs argv in dir with stdout+stderr captured, killing it after timeout_s. */
+static ht_status run_tool(char *const *argv, const char *dir, char **log, int *exit_code, double timeout_s) {
   int fds[2];
   *log = NULL;
   *exit_code = -1;
@@ -50,6 +55,7 @@ static ht_status run_tool(char *const *argv, char **log, int *exit_code, double 
   posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
   posix_spawn_file_actions_addclose(&fa, fds[0]);
   posix_spawn_file_actions_addclose(&fa, fds[1]);
+  if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
   pid_t pid;
   int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -166,65 +172,67 @@ static ht_status read_cached(const char *base, char **ptx, char **log) {
   return st;
 }
 
-/* argv for one nvcc/ptxas run; strings owned by the caller's pool (freed by free_argv). */
-static void free_argv(char **argv) {
-  for (int i = 0; argv[i]; i++) free(argv[i]);
+/* One nvcc run in dir on file (relative, so messages name the user's file, not the temporary
+ * folder): nvcc -arch=ARCH -I<source folder> -D... <mode...> file -o out. */
+static ht_status nvcc_run(const char *nvcc, const char *dir, const char *file, const char *inc, const char *const *defines,
+                          const char *arch, const char *mode1, const char *mode2, const char *out, char **log) {
+  char *argv[300] = {0};
+  int a = 0, code = -1;
+  argv[a++] = ht_strdup(nvcc);
+  argv[a++] = ht_strfmt("-arch=%s", arch);
+  argv[a++] = ht_strfmt("-I%s", inc);
+  for (int i = 0; defines && defines[i] && a < 290; i++) argv[a++] = ht_strfmt("-D%s", defines[i]);
+  argv[a++] = ht_strdup(mode1);
+  if (mode2) argv[a++] = ht_strdup(mode2);
+  argv[a++] = ht_strdup(file);
+  argv[a++] = ht_strdup("-o");
+  argv[a++] = ht_strdup(out);
+  ht_status st = HT_OK;
+  for (int i = 0; i < a; i++)
+    if (!argv[i]) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) st = run_tool(argv, dir, log, &code, NVCC_TIMEOUT_S);
+  if (!st && code != 0) {
+    char first[512];
+    const char *e = *log ? strstr(*log, "error") : NULL;
+    while (e && e > *log && e[-1] != '\n') e--; /* the whole line: "gemm.cu(12): error: ..." */
+    snprintf(first, sizeof first, "%.*s", e ? (int)strcspn(e, "\n") : 0, e ? e : "");
+    st = ht_error(HT_ERR_COMPILE, "nvcc %s failed (exit %d): %s", mode1, code, first[0] ? first : "no error line");
+  }
+  for (int i = 0; i < a; i++) free(argv[i]);
+  return st;
 }
 
+/* Compiles in a private temporary folder (concurrent calls never share files). */
 static ht_status compile_uncached(const char *nvcc, const char *src, const char *source_name, const char *const *defines,
                                   const char *arch, char **ptx, char **log) {
   char tmpl[] = "/tmp/hetune-ptx-XXXXXX";
   if (!mkdtemp(tmpl)) return ht_error(HT_ERR_IO, "mkdtemp: %s", strerror(errno));
-  char *cu = ht_strfmt("%s/k.cu", tmpl), *out = ht_strfmt("%s/k.ptx", tmpl), *cubin = ht_strfmt("%s/k.cubin", tmpl);
-  char *inc = NULL;
-  const char *slash = source_name ? strrchr(source_name, '/') : NULL;
-  inc = slash ? ht_strfmt("-I%.*s", (int)(slash - source_name), source_name) : ht_strdup("-I.");
-  ht_status st = cu && out && cubin && inc ? ht_write_file_atomic(cu, src, strlen(src)) : HT_ERR_NOMEM;
-  char *argv[300] = {0};
-  int a = 0, code = -1;
+  const char *slash = strrchr(source_name, '/');
+  const char *base = slash ? slash + 1 : source_name;
+  char *srcdir = slash ? ht_strfmt("%.*s", (int)(slash - source_name), source_name) : ht_strdup(".");
+  char *inc = srcdir ? realpath(srcdir, NULL) : NULL; /* nvcc runs elsewhere: absolute include path */
+  char *file = ht_strfmt("%s%s", base, ends_with_cu(base) ? "" : ".cu");
+  char *cu = file ? ht_strfmt("%s/%s", tmpl, file) : NULL;
+  char *out = ht_strfmt("%s/k.ptx", tmpl), *cubin = ht_strfmt("%s/k.cubin", tmpl);
+  ht_status st = cu && out && cubin && file ? ht_write_file_atomic(cu, src, strlen(src)) : HT_ERR_NOMEM;
+  char *l1 = NULL;
+  if (!st) st = nvcc_run(nvcc, tmpl, file, inc ? inc : ".", defines, arch, "-ptx", NULL, "k.ptx", &l1);
+  if (!st) st = nvcc_run(nvcc, tmpl, file, inc ? inc : ".", defines, arch, "-cubin", "--ptxas-options=-v", "k.cubin", log);
   if (!st) {
-    argv[a++] = ht_strdup(nvcc);
-    argv[a++] = ht_strfmt("-arch=%s", arch);
-    argv[a++] = ht_strdup(inc);
-    for (int i = 0; defines && defines[i] && a < 290; i++) argv[a++] = ht_strfmt("-D%s", defines[i]);
-    int common = a;
-    argv[a++] = ht_strdup("-ptx");
-    argv[a++] = ht_strdup(cu);
-    argv[a++] = ht_strdup("-o");
-    argv[a++] = ht_strdup(out);
-    char *l1 = NULL;
-    st = run_tool(argv, &l1, &code, NVCC_TIMEOUT_S);
-    if (!st && code != 0) {
-      char first[512] = "";
-      const char *e = l1 ? strstr(l1, "error") : NULL;
-      if (e) snprintf(first, sizeof first, "%.*s", (int)strcspn(e, "\n"), e);
-      st = ht_error(HT_ERR_COMPILE, "%s: nvcc -ptx failed (exit %d): %s", source_name, code, first[0] ? first : (l1 ? l1 : ""));
-    }
-    free(l1);
-    for (int i = common; i < a; i++) free(argv[i]), argv[i] = NULL;
-    a = common;
-    if (!st) {
-      argv[a++] = ht_strdup("-cubin");
-      argv[a++] = ht_strdup("--ptxas-options=-v");
-      argv[a++] = ht_strdup(cu);
-      argv[a++] = ht_strdup("-o");
-      argv[a++] = ht_strdup(cubin);
-      st = run_tool(argv, log, &code, NVCC_TIMEOUT_S);
-      if (!st && code != 0) st = ht_error(HT_ERR_COMPILE, "%s: nvcc -cubin failed (exit %d)", source_name, code);
-    }
-    if (!st) {
-      size_t n;
-      st = ht_read_file(out, ptx, &n);
-    }
-    free_argv(argv);
+    size_t n;
+    st = ht_read_file(out, ptx, &n);
   }
-  unlink(cu ? cu : "");
-  unlink(out ? out : "");
-  unlink(cubin ? cubin : "");
+  if (st) ht_error_prefix(st, "%s: ", source_name);
+  free(l1);
+  const char *paths[] = {cu, out, cubin};
+  for (int i = 0; i < 3; i++)
+    if (paths[i]) unlink(paths[i]);
   rmdir(tmpl);
   free(cu);
   free(out);
   free(cubin);
+  free(file);
+  free(srcdir);
   free(inc);
   return st;
 }
