@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hetune/hetune.h"
@@ -392,6 +393,66 @@ static void test_cuda_ptx_features(void **state) {
   ht_spec_destroy(s);
 }
 
+/* ---- the command line ---- */
+
+typedef struct cli_out {
+  int rc;
+  char out[16384], err[4096];
+} cli_out;
+
+/* Runs `hetune ARGS` (a shell fragment) capturing stdout and stderr. */
+static void cli(cli_out *o, const char *args) {
+  char cmd[4096], errpath[700];
+  snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>'%s'", HT_SOURCE_DIR, HT_CLI, args, errpath);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(o->out, 1, sizeof o->out - 1, p);
+  o->out[n] = 0;
+  int status = pclose(p);
+  o->rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  FILE *e = fopen(errpath, "r");
+  n = e ? fread(o->err, 1, sizeof o->err - 1, e) : 0;
+  o->err[n] = 0;
+  if (e) fclose(e);
+}
+
+static void test_cli_train_predict_show(void **state) {
+  (void)state;
+  if (!ht_model_kind_find("linear")) skip();
+  char args[2048];
+  cli_out o;
+  const char *csv = vadd_csv();
+  snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data '%s' --kind linear --db '%s/cli.db'", csv, dir);
+  cli(&o, args);
+  assert_int_equal(o.rc, 0);
+  assert_non_null(strstr(o.out, "stored model 'vadd_c.linear' (linear, 4 rows of 3 problems"));
+  snprintf(args, sizeof args, "predict examples/vadd/vadd_c.json --size N=4000 --config NTHREADS=1,CHUNK=0,UNROLL=2 --db '%s/cli.db'", dir);
+  cli(&o, args);
+  assert_int_equal(o.rc, 0);
+  assert_non_null(strstr(o.out, "vadd_c N=4000 NTHREADS=1,CHUNK=0,UNROLL=2: predicted "));
+  snprintf(args, sizeof args, "model show vadd_c.linear --db '%s/cli.db'", dir);
+  cli(&o, args);
+  assert_int_equal(o.rc, 0);
+  assert_non_null(strstr(o.out, "\"rows\":4"));
+  assert_non_null(strstr(o.out, "features ("));
+  /* bad input: one line on stderr, non-zero exit, nothing printed */
+  const char *bad[][2] = {
+    {"model train examples/vadd/vadd_c.json --data /nonexistent.csv --kind linear --db '%s/cli.db'", "nonexistent.csv"},
+    {"model train examples/vadd/vadd_c.json --data '%s/vadd.csv' --kind nope", "unknown model kind 'nope'"},
+    {"model train examples/vadd/vadd_c.json --data '%s/vadd.csv' --kind linear --options lambda=-1 --db '%s/cli.db'", "lambda"},
+    {"predict examples/vadd/vadd_c.json --config NTHREADS=1 --db '%s/cli.db'", "CHUNK has no value"},
+    {"model predict missing_model --config NTHREADS=1 --db '%s/cli.db'", "no model 'missing_model'"},
+    {"model eval examples/vadd/vadd_c.json", "expected --data"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(args, sizeof args, bad[i][0], dir, dir);
+    cli(&o, args);
+    if (o.rc == 0 || !strstr(o.err, bad[i][1])) fail_msg("%s: rc %d, stderr: %s", args, o.rc, o.err);
+    assert_string_equal(o.out, "");
+  }
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "%s/model_test_XXXXXX", HT_BINARY_DIR);
@@ -423,6 +484,7 @@ int main(void) {
     cmocka_unit_test(test_mrmr_prefers_relevant_and_new),
     cmocka_unit_test(test_store_models),
     cmocka_unit_test(test_cuda_ptx_features),
+    cmocka_unit_test(test_cli_train_predict_show),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
