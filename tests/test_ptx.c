@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "hetune/ptx.h"
 
@@ -262,6 +263,30 @@ static void test_loop_shapes(void **state) {
   assert_true(trip_of("L1:\n add.s32 %r2, %r2, 1;\n shl.b32 %r2, %r2, 1;\n setp.lt.s32 %p1, %r2, %r1;\n @%p1 bra L1;\n", 7) == -1);
 }
 
+/* gemm.cu with shared tiles (committed PTX, no nvcc needed): the k loop runs K/KWG times. */
+static void test_gemm_trip_counts(void **state) {
+  (void)state;
+  ht_ptx_module *m = parse_data("tests/data/ptx/gemm_local.ptx");
+  int k = ht_ptx_kernel_find(m, "gemm");
+  assert_int_equal(k, 0);
+  ht_ptx_counts c1, c2, st;
+  ht_ptx_exec_info info;
+  double p[6] = {NAN, NAN, NAN, 1024, 1024, 1024};
+  assert_int_equal(ht_ptx_executed_counts(m, k, p, 6, NULL, &c1, &info), HT_OK);
+  assert_int_equal(info.loops, 4);
+  assert_int_equal(info.unresolved_loops, 0);
+  assert_true(info.max_trip == 1024 / 16);
+  p[5] = 4096;
+  assert_int_equal(ht_ptx_executed_counts(m, k, p, 6, NULL, &c2, &info), HT_OK);
+  assert_int_equal(ht_ptx_static_counts(m, k, &st), HT_OK);
+  assert_true(st.sync == 2 && c1.sync == 2 * 64 && c2.sync == 2 * 256);
+  assert_true(c1.shared_read == 64 * 2 * st.shared_read); /* KWG/UNROLL = 2 inner trips */
+  assert_true(c2.shared_read == 4 * c1.shared_read);
+  assert_true(c1.global_write == st.global_write && c2.global_write == st.global_write); /* C once */
+  assert_true(c1.total == sum(&c1) && c2.total == sum(&c2));
+  ht_ptx_free(m);
+}
+
 static void expect_error(const char *text, const char *want) {
   ht_ptx_module *m = NULL;
   ht_status st = ht_ptx_parse(text, "bad.ptx", &m);
@@ -292,20 +317,26 @@ static void test_parse_errors(void **state) {
  * (run under ASan by the sanitizer build). */
 static void test_fuzz(void **state) {
   (void)state;
-  const char *files[] = {"tests/data/ptx/nn.ptx", "tests/data/ptx/loops.ptx"};
+  const char *files[] = {"tests/data/ptx/nn.ptx", "tests/data/ptx/loops.ptx", "", "tests/data/ptx/gemm_local.ptx"};
   static const char alphabet[] = "{}[]();,.@!%|+-_:/*\"\n 0123456789abcfdxLr$";
   ht_rng rng;
   ht_rng_seed(&rng, 42);
   int ok = 0, errors = 0;
-  for (int f = 0; f < 2; f++) {
-    char *orig = read_data(files[f]);
+  for (int f = 0; f < 4; f++) {
+    char *orig = f == 2 ? strdup(snippet) : read_data(files[f]);
     size_t n = strlen(orig);
-    for (int it = 0; it < 2500; it++) {
+    int iters = getenv("HT_PTX_FUZZ_ITERS") ? atoi(getenv("HT_PTX_FUZZ_ITERS")) : f == 3 ? 500 : 2000; /* longer by hand */
+    for (int it = 0; it < iters; it++) {
       char *t = malloc(n + 1);
       memcpy(t, orig, n + 1);
       size_t len = it % 3 == 0 ? (size_t)ht_rng_below(&rng, n + 1) : n; /* truncate */
       t[len] = '\0';
-      int muts = 1 + (int)ht_rng_below(&rng, 8);
+      if (it % 5 == 1 && len > 2) { /* cut a span out: unbalanced braces, lost labels */
+        size_t a = (size_t)ht_rng_below(&rng, len), b = a + (size_t)ht_rng_below(&rng, len - a);
+        memmove(t + a, t + b, len - b + 1);
+        len -= b - a;
+      }
+      int muts = (int)ht_rng_below(&rng, 8);
       for (int j = 0; j < muts && len > 0; j++) {
         size_t at = (size_t)ht_rng_below(&rng, len);
         t[at] = ht_rng_below(&rng, 4) == 0 ? (char)(1 + ht_rng_below(&rng, 255)) : alphabet[ht_rng_below(&rng, sizeof alphabet - 1)];
@@ -468,6 +499,10 @@ static int run_cli(const char *args, char *out, size_t len) {
 static void test_cli(void **state) {
   (void)state;
   char out[8192];
+  if (access(HT_CLI, X_OK) != 0) {
+    print_message("%s not built: skipping\n", HT_CLI);
+    skip();
+  }
   assert_int_equal(run_cli("tests/data/ptx/loops.ptx --kernel nested --param 2=3 --param 3=4 --json", out, sizeof out), 0);
   assert_non_null(strstr(out, "\"kernel\": \"nested\""));
   assert_non_null(strstr(out, "\"global_read\": 12,")); /* executed: 3 x 4 */
@@ -504,6 +539,7 @@ int main(void) {
     cmocka_unit_test(test_ptxas_log),      cmocka_unit_test(test_compile_nn),
     cmocka_unit_test(test_examples),       cmocka_unit_test(test_nvcc_missing),
     cmocka_unit_test(test_cli),            cmocka_unit_test(test_loop_shapes),
+    cmocka_unit_test(test_gemm_trip_counts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
