@@ -259,6 +259,8 @@ static void test_loop_shapes(void **state) {
   assert_true(trip_of("L1:\n setp.ge.s32 %p1, %r2, %r1;\n @%p1 bra DONE;\n add.s32 %r2, %r2, 1;\n bra.uni L1;\nDONE:\n", 10) == 11);
   /* bound on the left, unsigned: n > i */
   assert_true(trip_of("L1:\n add.s32 %r2, %r2, 1;\n setp.hi.u32 %p1, %r1, %r2;\n @%p1 bra L1;\n", 7) == 7);
+  /* bound through and with a negative mask (n & -4, two's complement): 23 & -4 = 20 */
+  assert_true(trip_of(" and.b32 %r4, %r1, -4;\nL1:\n add.s32 %r2, %r2, 4;\n setp.lt.s32 %p1, %r2, %r4;\n @%p1 bra L1;\n", 23) == 5);
   /* the induction register also changes elsewhere in the loop: not recognised */
   assert_true(trip_of("L1:\n add.s32 %r2, %r2, 1;\n shl.b32 %r2, %r2, 1;\n setp.lt.s32 %p1, %r2, %r1;\n @%p1 bra L1;\n", 7) == -1);
 }

@@ -195,7 +195,11 @@ static double eval_insn(const eval_ctx *c, int i, int depth) {
   if (op_is(op, "rem")) return b != 0 ? fmod(a, b) : NAN;
   if (op_is(op, "min")) return fmin(a, b);
   if (op_is(op, "max")) return fmax(a, b);
-  if (op_is(op, "and") && a >= 0 && b >= 0 && a < 9.0e15 && b < 9.0e15) return (double)((uint64_t)a & (uint64_t)b);
+  if (op_is(op, "and") || op_is(op, "or") || op_is(op, "xor")) { /* two's complement, as the hardware */
+    if (!(fabs(a) < 4.0e15 && fabs(b) < 4.0e15) || a != floor(a) || b != floor(b)) return NAN;
+    int64_t x = (int64_t)a, y = (int64_t)b;
+    return (double)(op[0] == 'a' ? x & y : op[0] == 'o' ? x | y : x ^ y);
+  }
   if (op_is(op, "mad") && in->n_ops == 4) return a * b + eval_operand(c, &in->ops[3], i, depth);
   return NAN;
 }
