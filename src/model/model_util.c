@@ -273,3 +273,165 @@ ht_status mu_opt_double(const ht_options *o, const char *kind, const char *key, 
   *out = x;
   return HT_OK;
 }
+
+/* ---- choices ---- */
+
+ht_status mu_opt_choice(const ht_options *o, const char *kind, const char *key, const char *def,
+                        const char *const *choices, int *out) {
+  const char *v = ht_options_str(o, key, def);
+  for (int i = 0; choices[i]; i++)
+    if (strcmp(v, choices[i]) == 0) {
+      *out = i;
+      return HT_OK;
+    }
+  ht_buf b = {0};
+  for (int i = 0; choices[i]; i++) ht_buf_appendf(&b, "%s%s", i ? ", " : "", choices[i]);
+  ht_status st = ht_error(HT_ERR_INVALID, "%s option %s=%s: expected one of %s", kind, key, v, b.data ? b.data : "");
+  ht_buf_free(&b);
+  return st;
+}
+
+/* ---- footprints ---- */
+
+static int is_footprint_name(const char *s) {
+  return s && (strncmp(s, "param:", 6) == 0 || strncmp(s, "device:", 7) == 0);
+}
+
+static int key_cmp(const double *a, const double *b, int n) {
+  for (int j = 0; j < n; j++)
+    if (a[j] != b[j]) return a[j] < b[j] ? -1 : 1;
+  return 0;
+}
+
+/* Row indices sorted by their footprint values (merge sort: no qsort_r in plain C11). */
+static void sort_rows(int *idx, int *tmp, int n, const double *v, int nc) {
+  if (n < 2) return;
+  int h = n / 2;
+  sort_rows(idx, tmp, h, v, nc);
+  sort_rows(idx + h, tmp, n - h, v, nc);
+  int i = 0, j = h, k = 0;
+  while (i < h || j < n) {
+    if (j >= n || (i < h && key_cmp(v + (size_t)idx[i] * nc, v + (size_t)idx[j] * nc, nc) <= 0)) tmp[k++] = idx[i++];
+    else tmp[k++] = idx[j++];
+  }
+  memcpy(idx, tmp, (size_t)n * sizeof *idx);
+}
+
+static ht_status footprint_values(mu_footprints *f, const ht_dataset *d, double **vals) {
+  f->cols = malloc((size_t)(d->n_features + 1) * sizeof *f->cols);
+  if (!f->cols) return ht_error(HT_ERR_NOMEM, "out of memory");
+  f->n_cols = 0;
+  for (int j = 0; j < d->n_features; j++)
+    if (is_footprint_name(d->names[j])) f->cols[f->n_cols++] = j;
+  int nc = f->n_cols;
+  *vals = malloc(((size_t)d->n_rows * nc + 1) * sizeof **vals);
+  if (!*vals) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < d->n_rows; i++)
+    for (int c = 0; c < nc; c++) (*vals)[(size_t)i * nc + c] = d->x[(size_t)i * d->n_features + f->cols[c]];
+  return HT_OK;
+}
+
+ht_status mu_footprints_fit(mu_footprints *f, const ht_dataset *d, int *row_fp) {
+  memset(f, 0, sizeof *f);
+  double *v = NULL;
+  int n = d->n_rows, *idx = malloc((size_t)(n + 1) * sizeof *idx), *tmp = malloc((size_t)(n + 1) * sizeof *tmp);
+  ht_status st = idx && tmp ? footprint_values(f, d, &v) : ht_error(HT_ERR_NOMEM, "out of memory");
+  int nc = f->n_cols;
+  if (!st && !(f->keys = malloc(((size_t)n * nc + 1) * sizeof *f->keys))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) {
+    for (int i = 0; i < n; i++) idx[i] = i;
+    sort_rows(idx, tmp, n, v, nc);
+    for (int i = 0; i < n; i++) {
+      const double *k = v + (size_t)idx[i] * nc;
+      if (f->n == 0 || key_cmp(f->keys + (size_t)(f->n - 1) * nc, k, nc) != 0) {
+        if (nc) memcpy(f->keys + (size_t)f->n * nc, k, (size_t)nc * sizeof *k);
+        f->n++;
+      }
+      if (row_fp) row_fp[idx[i]] = f->n - 1;
+    }
+  }
+  free(v);
+  free(idx);
+  free(tmp);
+  if (st) mu_footprints_free(f);
+  return st;
+}
+
+int mu_footprints_find(const mu_footprints *f, const double *x) {
+  int nc = f->n_cols, lo = 0, hi = f->n - 1;
+  double key[64];
+  if (nc > 64) { /* long keys: linear scan rather than a buffer */
+    for (int i = 0; i < f->n; i++) {
+      int c = 0;
+      while (c < nc && f->keys[(size_t)i * nc + c] == x[f->cols[c]]) c++;
+      if (c == nc) return i;
+    }
+    return -1;
+  }
+  for (int c = 0; c < nc; c++) key[c] = x[f->cols[c]];
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2, cmp = key_cmp(f->keys + (size_t)mid * nc, key, nc);
+    if (cmp == 0) return mid;
+    if (cmp < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+void mu_footprints_save(const mu_footprints *f, ht_buf *b) {
+  mu_put_i64(b, f->n_cols);
+  for (int c = 0; c < f->n_cols; c++) mu_put_i64(b, f->cols[c]);
+  mu_put_i64(b, f->n);
+  mu_put_f64s(b, f->keys, (int64_t)f->n * f->n_cols);
+}
+
+int mu_footprints_load(mu_footprints *f, mu_reader *r, int n_features) {
+  memset(f, 0, sizeof *f);
+  f->n_cols = (int)mu_get_count(r, 0, n_features);
+  f->cols = malloc((size_t)(f->n_cols + 1) * sizeof *f->cols);
+  if (!f->cols) r->failed = 1;
+  for (int c = 0; !r->failed && c < f->n_cols; c++) f->cols[c] = (int)mu_get_count(r, 0, n_features - 1);
+  f->n = (int)mu_get_count(r, 1, 1 << 30);
+  /* keys must be sorted for the binary search: corrupt order would only misroute, but reject it */
+  if (!r->failed) f->keys = mu_get_f64s(r, (int64_t)f->n * f->n_cols);
+  for (int i = 1; !r->failed && i < f->n; i++)
+    if (key_cmp(f->keys + (size_t)(i - 1) * f->n_cols, f->keys + (size_t)i * f->n_cols, f->n_cols) >= 0) r->failed = 1;
+  if (r->failed) {
+    mu_footprints_free(f);
+    return -1;
+  }
+  return 0;
+}
+
+void mu_footprints_free(mu_footprints *f) {
+  free(f->cols);
+  free(f->keys);
+  memset(f, 0, sizeof *f);
+}
+
+/* ---- least squares by orthogonal factorisation ---- */
+
+ht_status mu_lstsq(const double *a, int n, int p, const double *y, double lambda, double *w) {
+  if (n < 1 || p < 1) return ht_error(HT_ERR_INVALID, "least squares on an empty system (%d x %d)", n, p);
+  int rows = lambda > 0 ? n + p : n, m = rows > p ? rows : p;
+  double *aa = calloc((size_t)rows * p, sizeof *aa), *b = calloc((size_t)m, sizeof *b);
+  lapack_int *piv = calloc((size_t)p, sizeof *piv), rank = 0;
+  if (!aa || !b || !piv) {
+    free(aa);
+    free(b);
+    free(piv);
+    return ht_error(HT_ERR_NOMEM, "out of memory for a %d x %d least squares", n, p);
+  }
+  memcpy(aa, a, (size_t)n * p * sizeof *aa);
+  memcpy(b, y, (size_t)n * sizeof *b);
+  for (int j = 0; lambda > 0 && j < p; j++) aa[(size_t)(n + j) * p + j] = sqrt(lambda);
+  lapack_int info = LAPACKE_dgelsy(LAPACK_ROW_MAJOR, rows, p, 1, aa, p, b, 1, piv, 1e-12, &rank);
+  for (int j = 0; j < p; j++) w[j] = b[j];
+  free(aa);
+  free(b);
+  free(piv);
+  if (info != 0) return ht_error(HT_ERR_INVALID, "least squares: LAPACK dgelsy failed (%d x %d, info %d)", n, p, (int)info);
+  for (int j = 0; j < p; j++)
+    if (!isfinite(w[j])) return ht_error(HT_ERR_INVALID, "least squares: non-finite solution");
+  return HT_OK;
+}

@@ -64,4 +64,33 @@ ht_status mu_opt_int(const ht_options *o, const char *kind, const char *key, int
 ht_status mu_opt_double(const ht_options *o, const char *kind, const char *key, double def, double lo, double hi,
                         double *out);
 
+/* The same minimisation as mu_ridge, solved by a rank-revealing orthogonal factorisation (LAPACK
+ * dgelsy on A stacked over sqrt(lambda) I) rather than the normal equations: twice the digits on
+ * ill-conditioned designs (correlated size features), so exact laws are recovered to ~1e-10 and
+ * extrapolate; rank-deficient columns get the minimum-norm answer. Slower: for small p. */
+ht_status mu_lstsq(const double *a, int n, int p, const double *y, double lambda, double *w);
+
+/* One of a fixed list of words: *out is its index (def's when absent); another word is
+ * HT_ERR_INVALID listing the choices. choices ends with NULL. */
+ht_status mu_opt_choice(const ht_options *o, const char *kind, const char *key, const char *def,
+                        const char *const *choices, int *out);
+
+/* ---- footprints: a row's version, i.e. the values of its param:* and device:* features (all that
+ * is not size-dependent), as StarPU and reference 001 key their per-version models. ---- */
+typedef struct mu_footprints {
+  int n_cols;   /* footprint columns (indices into the feature vector) */
+  int *cols;
+  int n;        /* distinct footprints */
+  double *keys; /* n x n_cols, sorted lexicographically so lookups are a binary search */
+} mu_footprints;
+/* Distinct footprints of d; row_fp (n_rows, may be NULL) receives each row's footprint index.
+ * No param:/device: feature means one footprint holding every row. */
+ht_status mu_footprints_fit(mu_footprints *f, const ht_dataset *d, int *row_fp);
+/* Index of x's footprint, -1 when it was not seen in training. */
+int mu_footprints_find(const mu_footprints *f, const double *x);
+void mu_footprints_save(const mu_footprints *f, ht_buf *b);
+/* n_features bounds the column indices; 0 on success. */
+int mu_footprints_load(mu_footprints *f, mu_reader *r, int n_features);
+void mu_footprints_free(mu_footprints *f);
+
 #endif

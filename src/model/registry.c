@@ -3,13 +3,23 @@
 
 #include "hetune/model.h"
 
+extern const ht_model_ops ht_model_elm;
 extern const ht_model_ops ht_model_gbt;
+extern const ht_model_ops ht_model_knn;
+extern const ht_model_ops ht_model_linear;
 extern const ht_model_ops ht_model_mlp;
+extern const ht_model_ops ht_model_ranking;
+extern const ht_model_ops ht_model_starpu;
 extern const ht_model_ops ht_model_svr;
 
 static const ht_model_ops *const kinds[] = {
+  &ht_model_elm,
   &ht_model_gbt,
+  &ht_model_knn,
+  &ht_model_linear,
   &ht_model_mlp,
+  &ht_model_ranking,
+  &ht_model_starpu,
   &ht_model_svr,
   NULL, /* keeps the table valid while it is empty; not counted */
 };
