@@ -184,6 +184,9 @@ static void test_loop_param_bound(void **state) {
   p[2] = 3;
   assert_int_equal(ht_ptx_executed_counts(m, k, p, 3, NULL, &c64, &info), HT_OK);
   assert_true(c64.global_read == 1);
+  p[2] = 0; /* the guard skips the loop */
+  assert_int_equal(ht_ptx_executed_counts(m, k, p, 3, NULL, &c64, &info), HT_OK);
+  assert_true(c64.global_read == 0 && c64.global_write == 1);
   ht_ptx_exec_options o = {7};
   assert_int_equal(ht_ptx_executed_counts(m, k, NULL, 0, &o, &c64, &info), HT_OK);
   assert_int_equal(info.unresolved_loops, 1);
@@ -286,6 +289,24 @@ static void test_gemm_trip_counts(void **state) {
   assert_true(c2.shared_read == 4 * c1.shared_read);
   assert_true(c1.global_write == st.global_write && c2.global_write == st.global_write); /* C once */
   assert_true(c1.total == sum(&c1) && c2.total == sum(&c2));
+  ht_ptx_free(m);
+}
+
+/* nvcc's default unrolling: main loop over n & -4 (compared through remainder - n + k), then
+ * a count-down remainder loop of n % 4 iterations, entered only when n % 4 != 0. */
+static void test_unrolled_remainder(void **state) {
+  (void)state;
+  ht_ptx_module *m = parse_data("tests/data/ptx/unrolled.ptx");
+  static const double ns[] = {100, 103, 1, 0};
+  for (int i = 0; i < 4; i++) {
+    double p[3] = {NAN, NAN, ns[i]};
+    ht_ptx_counts c;
+    ht_ptx_exec_info info;
+    assert_int_equal(ht_ptx_executed_counts(m, 0, p, 3, NULL, &c, &info), HT_OK);
+    assert_int_equal(info.loops, 2);
+    assert_int_equal(info.unresolved_loops, 0);
+    assert_true(c.global_read == ns[i]); /* exact: one load per k */
+  }
   ht_ptx_free(m);
 }
 
@@ -541,7 +562,7 @@ int main(void) {
     cmocka_unit_test(test_ptxas_log),      cmocka_unit_test(test_compile_nn),
     cmocka_unit_test(test_examples),       cmocka_unit_test(test_nvcc_missing),
     cmocka_unit_test(test_cli),            cmocka_unit_test(test_loop_shapes),
-    cmocka_unit_test(test_gemm_trip_counts),
+    cmocka_unit_test(test_gemm_trip_counts), cmocka_unit_test(test_unrolled_remainder),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,7 +253,9 @@ static int cmp_negate(int c) { return c == 3 ? 4 : c == 4 ? 3 : c == -2 ? 1 : c 
 static int cmp_swap(int c) { return c == 3 || c == 4 ? c : -c; }
 
 /* Iterations of a loop that continues while (v0 + (t-1+post)*s) CMP b, tested after each
- * iteration t = 1, 2, ...: the first t where the test fails. */
+ * iteration t = 1, 2, ...: the first t where the test fails. A count below 1 means the loop
+ * would fail its test before the first iteration: nvcc guards every rotated loop with that
+ * same test (for (k = 0; k < K; ...) with K <= 0), so it is not entered: 0. */
 static double solve_trip(int cmp, double v0, double s, double b, int post) {
   if (!isfinite(v0) || !isfinite(s) || !isfinite(b) || s == 0) return NAN;
   if (cmp == 2 || cmp == 1) { /* x > b  ==  -x < -b */
@@ -269,11 +271,11 @@ static double solve_trip(int cmp, double v0, double s, double b, int post) {
   if (cmp == -2) {
     if (s < 0) return NAN; /* runs away from the bound: not a counted loop */
     double t = ceil((b - v0) / s) + 1 - post;
-    return t < 1 ? 1 : t;
+    return t < 1 ? 0 : t;
   }
   if (cmp == 4) {
     double t = (b - v0) / s + 1 - post;
-    return t >= 1 && t == floor(t) ? t : NAN;
+    return t >= 0 && t == floor(t) ? t : NAN;
   }
   if (cmp == 3) return v0 + post * s == b ? NAN : 1;
   return NAN;
@@ -315,10 +317,12 @@ static int self_increment(const cfg *g, const loop *L, int r, const ptx_operand 
 
 /* The induction register behind x, the register a setp compares. Three shapes nvcc writes:
  * "x = x + C"; "t = x + C; ...; mov x, t" (x changes at the mov); and "x = i + C; ...; mov i, x"
- * (x is the incremented copy of the induction register i, so the test sees the new value). */
+ * (x is the incremented copy of the induction register i, so the test sees the new value); and
+ * "x = inv + i" with i incremented elsewhere (nvcc's unrolled main loops: remainder - n + k). */
 static int find_induction(const cfg *g, const loop *L, int x, int setp_at, int *ivreg, const ptx_operand **step,
-                          double *sign, int *post) {
+                          double *sign, int *post, const ptx_operand **offset) {
   int at = -1;
+  *offset = NULL;
   if (defs_in_loop(g, L, x, &at) != 1) return 0;
   const ptx_insn *in = &g->k->insns[at];
   *ivreg = x;
@@ -338,6 +342,17 @@ static int find_induction(const cfg *g, const loop *L, int x, int setp_at, int *
     *sign = op_is(t->opcode, "sub") ? -1 : 1;
     *post = at < setp_at;
     return 1;
+  }
+  if (op_is(in->opcode, "add") && in->n_ops == 3 && in->ops[2].kind == OP_REG) { /* x = inv + i, i += C */
+    for (int side = 1; side <= 2; side++) {
+      int i = in->ops[side].regs[0], i_at = self_increment(g, L, i, step, sign), tmp;
+      const ptx_operand *inv = &in->ops[3 - side];
+      if (i_at < 0 || i == x || (inv->kind == OP_REG && defs_in_loop(g, L, inv->regs[0], &tmp) > 0)) continue;
+      *ivreg = i;
+      *offset = inv;
+      *post = i_at < at;
+      return at < setp_at;
+    }
   }
   if ((op_is(in->opcode, "add") || op_is(in->opcode, "sub")) && in->n_ops == 3 && at < setp_at &&
       defs_in_loop(g, L, y, &y_at) == 1) { /* x = i + C, mov i, x */
@@ -367,17 +382,17 @@ static double loop_trip(const cfg *g, const loop *L, const eval_ctx *c) {
   if (bi->guard_neg) stay_true = !stay_true;
   if (!stay_true) cmp = cmp_negate(cmp);
   for (int side = 1; side <= 2; side++) {
-    const ptx_operand *x = &sp->ops[side], *bound = &sp->ops[3 - side], *stp;
+    const ptx_operand *x = &sp->ops[side], *bound = &sp->ops[3 - side], *stp, *off;
     int ivreg, post, tmp;
     double sign;
     if (x->kind != OP_REG || x->n_regs != 1) continue;
-    if (!find_induction(g, L, x->regs[0], setp_at, &ivreg, &stp, &sign, &post)) continue;
+    if (!find_induction(g, L, x->regs[0], setp_at, &ivreg, &stp, &sign, &post, &off)) continue;
     if (bound->kind == OP_REG && defs_in_loop(g, L, bound->regs[0], &tmp) > 0) continue;
     if (stp->kind == OP_REG && defs_in_loop(g, L, stp->regs[0], &tmp) > 0) continue;
     int header_at = g->start[L->header];
     double s = eval_operand(c, stp, header_at, 0) * sign;
     double b = eval_operand(c, bound, header_at, 0);
-    double v0 = eval_reg(c, ivreg, header_at, 0);
+    double v0 = eval_reg(c, ivreg, header_at, 0) + (off ? eval_operand(c, off, header_at, 0) : 0.0);
     return solve_trip(side == 1 ? cmp : cmp_swap(cmp), v0, s, b, post);
   }
   return NAN;
