@@ -310,6 +310,29 @@ static void test_unrolled_remainder(void **state) {
   ht_ptx_free(m);
 }
 
+/* Call sequences, inline asm scopes with named registers, a texture fetch through a vector
+ * inside a memory operand, .extern and .func declarations (nvcc output, tests/data/ptx/misc.cu). */
+static void test_misc_constructs(void **state) {
+  (void)state;
+  ht_ptx_module *m = parse_data("tests/data/ptx/misc.ptx");
+  assert_int_equal(ht_ptx_kernel_count(m), 1); /* the .func twice is not an entry */
+  int k = ht_ptx_kernel_find(m, "misc");
+  assert_int_equal(k, 0);
+  ht_ptx_counts c;
+  assert_int_equal(ht_ptx_static_counts(m, k, &c), HT_OK);
+  assert_true(c.total == sum(&c));
+  assert_true(c.global_read == 1);  /* tex */
+  assert_true(c.global_write == 2); /* st.local (printf's argument buffer) + st.global */
+  assert_true(c.shared_read == 1 && c.shared_write == 1 && c.sync == 1);
+  int n = ht_ptx_instruction_count(m, k);
+  int *u = malloc(sizeof(int) * (size_t)n);
+  assert_int_equal(ht_ptx_dpc_vector(m, k, u, n), HT_OK);
+  /* inline asm: setp.ne.u32 p (6th) -> selp reads the named predicate p (7th) */
+  assert_int_equal(u[5], 7);
+  free(u);
+  ht_ptx_free(m);
+}
+
 static void expect_error(const char *text, const char *want) {
   ht_ptx_module *m = NULL;
   ht_status st = ht_ptx_parse(text, "bad.ptx", &m);
@@ -340,12 +363,13 @@ static void test_parse_errors(void **state) {
  * (run under ASan by the sanitizer build). */
 static void test_fuzz(void **state) {
   (void)state;
-  const char *files[] = {"tests/data/ptx/nn.ptx", "tests/data/ptx/loops.ptx", "", "tests/data/ptx/gemm_local.ptx"};
+  const char *files[] = {"tests/data/ptx/nn.ptx", "tests/data/ptx/loops.ptx", "", "tests/data/ptx/gemm_local.ptx",
+                         "tests/data/ptx/misc.ptx"};
   static const char alphabet[] = "{}[]();,.@!%|+-_:/*\"\n 0123456789abcfdxLr$";
   ht_rng rng;
   ht_rng_seed(&rng, 42);
   int ok = 0, errors = 0;
-  for (int f = 0; f < 4; f++) {
+  for (int f = 0; f < 5; f++) {
     char *orig = f == 2 ? strdup(snippet) : read_data(files[f]);
     size_t n = strlen(orig);
     int iters = getenv("HT_PTX_FUZZ_ITERS") ? atoi(getenv("HT_PTX_FUZZ_ITERS")) : f == 3 ? 500 : 2000; /* longer by hand */
@@ -563,6 +587,7 @@ int main(void) {
     cmocka_unit_test(test_examples),       cmocka_unit_test(test_nvcc_missing),
     cmocka_unit_test(test_cli),            cmocka_unit_test(test_loop_shapes),
     cmocka_unit_test(test_gemm_trip_counts), cmocka_unit_test(test_unrolled_remainder),
+    cmocka_unit_test(test_misc_constructs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

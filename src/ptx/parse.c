@@ -118,6 +118,15 @@ static int grow(void **arr, int *cap, int need, size_t elem) {
 
 static uint32_t name_hash(const char *s) { return (uint32_t)ht_hash_str(s, 0); }
 
+/* Id of an already interned register, or -1. */
+static int reg_find(const lexer *lx, const ptx_kernel *k, const char *name) {
+  if (!lx->regmap_cap) return -1;
+  uint32_t mask = (uint32_t)(lx->regmap_cap - 1), h = name_hash(name) & mask;
+  for (; lx->regmap[h] >= 0; h = (h + 1) & mask)
+    if (strcmp(k->regnames[lx->regmap[h]], name) == 0) return lx->regmap[h];
+  return -1;
+}
+
 /* Interns a register name in the current kernel: its id, or -1 on OOM. */
 static int reg_id(lexer *lx, ptx_kernel *k, const char *name) {
   if (k->n_regnames * 2 >= lx->regmap_cap) {
@@ -202,6 +211,8 @@ static ht_status add_reg(lexer *lx, ptx_kernel *k, ptx_operand *op, const char *
 }
 
 /* One element: register (also p|q), symbol, number, or '_' (sink); with an optional +/-offset. */
+static ht_status read_group(lexer *lx, ptx_kernel *k, ptx_operand *op, char close);
+
 static ht_status read_element(lexer *lx, ptx_kernel *k, ptx_operand *op, int composite) {
   char w[MAX_WORD];
   ht_status st;
@@ -213,8 +224,12 @@ static ht_status read_element(lexer *lx, ptx_kernel *k, ptx_operand *op, int com
     op->imm = v;
     return HT_OK;
   }
+  if (*lx->p == '{' && composite) { /* a vector inside a memory operand: [tex, {%f1, %f2}] */
+    lx->p++;
+    return read_group(lx, k, op, '}');
+  }
   if ((st = read_word(lx, w, "expected an operand"))) return st;
-  if (w[0] == '%') {
+  if (w[0] == '%' || reg_find(lx, k, w) >= 0) { /* %names, and names declared by .reg (inline asm) */
     if ((st = add_reg(lx, k, op, w))) return st;
     if (!composite) op->kind = OP_REG;
   } else {
@@ -305,7 +320,7 @@ static ht_status parse_instruction(lexer *lx, ptx_kernel *k, const char *first) 
       lx->p++;
     }
     if ((st = read_word(lx, w, "expected a predicate register after '@'"))) return st;
-    if (w[0] != '%') return perr(lx, "expected a predicate register after '@'");
+    if (w[0] == '.') return perr(lx, "expected a predicate register after '@'");
     if ((in->guard = reg_id(lx, k, w)) < 0) return ht_error(HT_ERR_NOMEM, "out of memory");
     if ((st = skip_ws(lx))) return st;
     if ((st = read_word(lx, w, "expected an opcode after the guard"))) return st;
@@ -346,6 +361,33 @@ static ht_status add_label(lexer *lx, ptx_kernel *k, const char *name) {
   return HT_OK;
 }
 
+/* .reg .type name, name<N>, ...; names without '%' (inline asm) are interned so operands
+ * spelled like symbols are known to be registers. */
+static ht_status parse_reg_decl(lexer *lx, ptx_kernel *k) {
+  char w[MAX_WORD];
+  ht_status st;
+  for (;;) {
+    if ((st = skip_ws(lx))) return st;
+    char c = *lx->p;
+    if (c == ';') {
+      lx->p++;
+      return HT_OK;
+    }
+    if (c == ',' || c == '>') {
+      lx->p++;
+    } else if (c == '<') {
+      lx->p++;
+      while (isdigit((unsigned char)*lx->p)) lx->p++;
+    } else if (isdigit((unsigned char)c)) { /* .align 4 */
+      double v;
+      if ((st = read_number(lx, &v))) return st;
+    } else {
+      if ((st = read_word(lx, w, "expected a register name or ';'"))) return st;
+      if (w[0] != '.' && w[0] != '%' && reg_id(lx, k, w) < 0) return ht_error(HT_ERR_NOMEM, "out of memory");
+    }
+  }
+}
+
 /* Statements of a body up to its closing brace (nested { } scopes included). */
 static ht_status parse_body(lexer *lx, ptx_kernel *k) {
   char w[MAX_WORD];
@@ -367,6 +409,10 @@ static ht_status parse_body(lexer *lx, ptx_kernel *k) {
       continue;
     }
     if ((st = read_word(lx, w, "expected an instruction, label or directive"))) return st;
+    if (strcmp(w, ".reg") == 0) {
+      if ((st = parse_reg_decl(lx, k))) return st;
+      continue;
+    }
     if (w[0] == '.') {
       if (strcmp(w, ".loc") == 0 || strcmp(w, ".file") == 0) {
         skip_line(lx);
