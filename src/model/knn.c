@@ -256,11 +256,17 @@ typedef struct query {
   int found;
 } query;
 
+/* Neighbour order: distance, then training row, so ties (duplicate rows are common: the same
+ * config measured twice) resolve the same way whatever order the tree visits them in. */
+static int before(const query *s, double d2, int row, int i) {
+  return d2 < s->bd[i] || (d2 == s->bd[i] && s->m->orig[row] < s->m->orig[s->bi[i]]);
+}
+
 static void offer(query *s, double d2, int row) {
   int k = s->m->k;
-  if (s->found == k && d2 >= s->bd[k - 1]) return;
+  if (s->found == k && !before(s, d2, row, k - 1)) return;
   int i = s->found < k ? s->found++ : k - 1;
-  while (i > 0 && s->bd[i - 1] > d2) {
+  while (i > 0 && before(s, d2, row, i - 1)) {
     s->bd[i] = s->bd[i - 1];
     s->bi[i] = s->bi[i - 1];
     i--;
@@ -276,7 +282,7 @@ static void scan_leaf(query *s, const node *nd) {
   for (int i = nd->start; i < nd->end; i++) {
     const double *p = s->m->pts + (size_t)i * d;
     double d2 = 0, lim = worst(s);
-    for (int j = 0; j < d && d2 < lim; j++) d2 += (p[j] - s->q[j]) * (p[j] - s->q[j]);
+    for (int j = 0; j < d && d2 <= lim; j++) d2 += (p[j] - s->q[j]) * (p[j] - s->q[j]);
     offer(s, d2, i);
   }
 }
@@ -284,6 +290,7 @@ static void scan_leaf(query *s, const node *nd) {
 /* rd: squared distance from the query to this node's box. */
 static void search(query *s, int id, double rd) {
   const node *nd = &s->m->nodes[id];
+  if (rd > worst(s)) return; /* the k-th best improved since the parent looked; equal may tie */
   if (nd->dim < 0) {
     scan_leaf(s, nd);
     return;
@@ -292,7 +299,7 @@ static void search(query *s, int id, double rd) {
   int near = diff <= 0 ? nd->left : nd->right, far = diff <= 0 ? nd->right : nd->left;
   search(s, near, rd);
   double old = s->off[nd->dim], nrd = rd - old * old + diff * diff;
-  if (nrd < worst(s)) {
+  if (nrd <= worst(s)) {
     s->off[nd->dim] = diff;
     search(s, far, nrd);
     s->off[nd->dim] = old;
