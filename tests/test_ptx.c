@@ -264,6 +264,14 @@ static void test_loop_shapes(void **state) {
   assert_true(trip_of("L1:\n add.s32 %r2, %r2, 1;\n setp.hi.u32 %p1, %r1, %r2;\n @%p1 bra L1;\n", 7) == 7);
   /* bound through and with a negative mask (n & -4, two's complement): 23 & -4 = 20 */
   assert_true(trip_of(" and.b32 %r4, %r1, -4;\nL1:\n add.s32 %r2, %r2, 4;\n setp.lt.s32 %p1, %r2, %r4;\n @%p1 bra L1;\n", 23) == 5);
+  /* a bound behind a doubling chain (each value read twice): evaluation stops, no hang */
+  {
+    char body[8192];
+    int n = snprintf(body, sizeof body, " mov.u32 %%r3, %%r1;\n");
+    for (int i = 0; i < 40; i++) n += snprintf(body + n, sizeof body - (size_t)n, " add.s32 %%r3, %%r3, %%r3;\n");
+    snprintf(body + n, sizeof body - (size_t)n, "L1:\n add.s32 %%r2, %%r2, 1;\n setp.lt.s32 %%p1, %%r2, %%r3;\n @%%p1 bra L1;\n");
+    assert_true(trip_of(body, 1) == -1);
+  }
   /* the induction register also changes elsewhere in the loop: not recognised */
   assert_true(trip_of("L1:\n add.s32 %r2, %r2, 1;\n shl.b32 %r2, %r2, 1;\n setp.lt.s32 %p1, %r2, %r1;\n @%p1 bra L1;\n", 7) == -1);
 }
@@ -352,6 +360,11 @@ static void test_parse_errors(void **state) {
   expect_error(".entry k() {\n @ bra L;\n}\n", "bad.ptx:2:3: expected a predicate register");
   expect_error(".entry k() {\n mov.f32 %f1, 0f3F80;\n}\n", "expected 8 hex digits after 0f");
   expect_error(".entry k() {\n mov.u32 %r1, #;\n}\n", "bad.ptx:2:15: expected an operand");
+  static char deep[200000] = ".entry k() {\n tex.1d.v4.f32.s32 {%f1}, [%rd2, ";
+  size_t n = strlen(deep);
+  for (int i = 0; i < 100000 - 100; i++) deep[n++] = '{';
+  deep[n] = '\0';
+  expect_error(deep, "nested too deeply"); /* not a stack overflow */
   ht_ptx_module *m;
   assert_int_equal(ht_ptx_parse("", "empty.ptx", &m), HT_OK); /* nothing is not an error */
   assert_int_equal(ht_ptx_kernel_count(m), 0);

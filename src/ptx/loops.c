@@ -26,7 +26,10 @@ typedef struct eval_ctx {
   const ptx_kernel *k;
   const double *pv;
   int n;
+  int *budget; /* register look-ups left: operands fan out, so depth alone does not bound the work */
 } eval_ctx;
+
+#define EVAL_BUDGET 4096
 
 static int is_branch(const ptx_insn *in) { return in->label < 0 && (strncmp(in->opcode, "bra", 3) == 0 || strncmp(in->opcode, "brx", 3) == 0); }
 static int is_return(const ptx_insn *in) { return in->label < 0 && (strcmp(in->opcode, "ret") == 0 || strncmp(in->opcode, "ret.", 4) == 0 || strcmp(in->opcode, "exit") == 0); }
@@ -205,7 +208,7 @@ static double eval_insn(const eval_ctx *c, int i, int depth) {
 }
 
 static double eval_reg(const eval_ctx *c, int reg, int before, int depth) {
-  if (depth > 24 || reg < 0 || reg >= c->k->n_regnames) return NAN;
+  if (depth > 24 || reg < 0 || reg >= c->k->n_regnames || --*c->budget < 0) return NAN;
   if (ptx_is_special_reg(c->k->regnames[reg])) return 0.0;
   int d = last_def(c->k, reg, before);
   return d < 0 ? NAN : eval_insn(c, d, depth + 1);
@@ -468,9 +471,11 @@ ht_status ht_ptx_executed_counts(const ht_ptx_module *m, int kernel, const doubl
   if (!st && (!(w = malloc(sizeof(double) * (size_t)k->n_insns)) || !(bw = malloc(sizeof(double) * (size_t)g.nb))))
     st = ht_error(HT_ERR_NOMEM, "out of memory");
   if (!st) {
-    eval_ctx c = {k, param_values, param_values ? n : 0};
+    int budget = 0;
+    eval_ctx c = {k, param_values, param_values ? n : 0, &budget};
     for (int b = 0; b < g.nb; b++) bw[b] = 1.0;
     for (int l = 0; l < nl; l++) {
+      budget = EVAL_BUDGET;
       double t = loop_trip(&g, &loops[l], &c);
       if (!isfinite(t) || t < 0) {
         t = def_trip;

@@ -18,6 +18,7 @@ typedef struct lexer {
   ht_ptx_module *m;
   int *regmap; /* open-addressing table of register ids for the current kernel */
   int regmap_cap;
+  int nest; /* vector-in-memory-operand nesting: bounded so hostile input cannot exhaust the stack */
 } lexer;
 
 #define MAX_WORD 512
@@ -225,8 +226,12 @@ static ht_status read_element(lexer *lx, ptx_kernel *k, ptx_operand *op, int com
     return HT_OK;
   }
   if (*lx->p == '{' && composite) { /* a vector inside a memory operand: [tex, {%f1, %f2}] */
+    if (lx->nest >= 4) return perr(lx, "operands nested too deeply");
     lx->p++;
-    return read_group(lx, k, op, '}');
+    lx->nest++;
+    st = read_group(lx, k, op, '}');
+    lx->nest--;
+    return st;
   }
   if ((st = read_word(lx, w, "expected an operand"))) return st;
   if (w[0] == '%' || reg_find(lx, k, w) >= 0) { /* %names, and names declared by .reg (inline asm) */
