@@ -220,35 +220,30 @@ double ht_ptx_dpc_from_u(const int *u, int k) {
 }
 
 /* U[i]: the first later counted instruction that reads a register i wrote, before that register
- * is written again (a redefinition means i's value is never used). */
+ * is written again (a redefinition means i's value is never used). Computed backwards with the
+ * next reader of every register, so it is linear in the listing. */
 ht_status ht_ptx_dpc_vector(const ht_ptx_module *m, int kernel, int *u, int k_out) {
   const ptx_kernel *k = ptx_entry(m, kernel);
   if (!k || !u) return ht_error(HT_ERR_INVALID, "ht_ptx_dpc_vector: no kernel %d", kernel);
   int n = 0;
-  int *idx = malloc(sizeof(int) * (size_t)(k->n_insns + 1));
-  if (!idx) return ht_error(HT_ERR_NOMEM, "out of memory");
-  for (int i = 0; i < k->n_insns; i++)
-    if (k->insns[i].label < 0 && k->insns[i].cls != HT_PTX_NONE) idx[n++] = i;
-  if (n != k_out) {
-    free(idx);
-    return ht_error(HT_ERR_INVALID, "ht_ptx_dpc_vector: the kernel has %d counted instructions, not %d", n, k_out);
+  for (int i = 0; i < k->n_insns; i++) n += k->insns[i].label < 0 && k->insns[i].cls != HT_PTX_NONE;
+  if (n != k_out) return ht_error(HT_ERR_INVALID, "ht_ptx_dpc_vector: the kernel has %d counted instructions, not %d", n, k_out);
+  int *next_read = calloc((size_t)k->n_regnames + 1, sizeof(int)); /* 1-based position, 0 = none */
+  if (!next_read) return ht_error(HT_ERR_NOMEM, "out of memory");
+  int pos = n;
+  for (int i = k->n_insns - 1; i >= 0; i--) {
+    const ptx_insn *in = &k->insns[i];
+    if (in->label >= 0 || in->cls == HT_PTX_NONE) continue;
+    int dst[8], nd = ptx_insn_dests(in, dst, 8), src[64], ns = ptx_insn_srcs(in, src, 64);
+    int best = 0;
+    for (int d = 0; d < nd; d++)
+      if (next_read[dst[d]] && (!best || next_read[dst[d]] < best)) best = next_read[dst[d]];
+    u[pos - 1] = best;
+    for (int d = 0; d < nd; d++) next_read[dst[d]] = 0; /* earlier values of these are dead here */
+    for (int s = 0; s < ns; s++) next_read[src[s]] = pos; /* reads happen before the write */
+    pos--;
   }
-  for (int a = 0; a < n; a++) {
-    int dst[8], nd = ptx_insn_dests(&k->insns[idx[a]], dst, 8);
-    u[a] = 0;
-    for (int b = a + 1; b < n && nd > 0 && u[a] == 0; b++) {
-      int src[64], ns = ptx_insn_srcs(&k->insns[idx[b]], src, 64);
-      for (int s = 0; s < ns && !u[a]; s++)
-        for (int d = 0; d < nd; d++)
-          if (src[s] == dst[d]) u[a] = b + 1;
-      if (u[a]) break;
-      int kd[8], nk = ptx_insn_dests(&k->insns[idx[b]], kd, 8);
-      for (int x = 0; x < nk; x++) /* drop redefined registers */
-        for (int d = 0; d < nd; d++)
-          if (kd[x] == dst[d]) dst[d--] = dst[--nd];
-    }
-  }
-  free(idx);
+  free(next_read);
   return HT_OK;
 }
 

@@ -30,6 +30,7 @@ typedef struct eval_ctx {
 } eval_ctx;
 
 #define EVAL_BUDGET 4096
+#define MAX_BLOCKS 16384
 
 static int is_branch(const ptx_insn *in) { return in->label < 0 && (strncmp(in->opcode, "bra", 3) == 0 || strncmp(in->opcode, "brx", 3) == 0); }
 static int is_return(const ptx_insn *in) { return in->label < 0 && (strcmp(in->opcode, "ret") == 0 || strncmp(in->opcode, "ret.", 4) == 0 || strcmp(in->opcode, "exit") == 0); }
@@ -92,6 +93,8 @@ static int dom_has(const cfg *g, int b, int d) { return (int)((g->dom[(size_t)b 
 /* Iterative dominators over reachable blocks (Cooper-Harvey-Kennedy style with bitsets). */
 static ht_status cfg_dominators(cfg *g) {
   int nb = g->nb, w = (nb + 63) / 64;
+  if (nb > MAX_BLOCKS) /* the bitsets are nb^2 bits: 32 MiB at the limit */
+    return ht_error(HT_ERR_UNSUPPORTED, "kernel %s has %d basic blocks; loop analysis handles at most %d", g->k->name, nb, MAX_BLOCKS);
   g->words = w;
   g->reach = calloc((size_t)nb + 1, 1);
   g->dom = malloc(sizeof(uint64_t) * (size_t)w * (size_t)(nb + 1));
