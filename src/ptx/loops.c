@@ -17,6 +17,7 @@ typedef struct cfg {
   int *start, *end;  /* [start, end) in insns */
   int *block_of;     /* per insn */
   int *succ;         /* 2 per block, -1 = none */
+  int *pred_at, *pred; /* predecessors of b: pred[pred_at[b] .. pred_at[b+1]) */
   uint64_t *dom;     /* nb x words bitsets */
   int words;
   char *reach;
@@ -40,6 +41,8 @@ static void cfg_free(cfg *g) {
   free(g->end);
   free(g->block_of);
   free(g->succ);
+  free(g->pred_at);
+  free(g->pred);
   free(g->dom);
   free(g->reach);
 }
@@ -83,8 +86,16 @@ static ht_status cfg_blocks(cfg *g) {
       fall = -1;
     }
     g->succ[2 * b] = fall;
-    g->succ[2 * b + 1] = tgt;
+    g->succ[2 * b + 1] = tgt == fall ? -1 : tgt; /* one edge, counted once */
   }
+  g->pred_at = calloc((size_t)g->nb + 2, sizeof(int));
+  g->pred = malloc(sizeof(int) * (size_t)(2 * g->nb + 1));
+  if (!g->pred_at || !g->pred) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int e = 0; e < 2 * g->nb; e++)
+    if (g->succ[e] >= 0) g->pred_at[g->succ[e] + 2]++;
+  for (int b = 0; b < g->nb; b++) g->pred_at[b + 2] += g->pred_at[b + 1];
+  for (int e = 0; e < 2 * g->nb; e++)
+    if (g->succ[e] >= 0) g->pred[g->pred_at[g->succ[e] + 1]++] = e / 2;
   return HT_OK;
 }
 
@@ -130,8 +141,9 @@ static ht_status cfg_dominators(cfg *g) {
     for (int b = 1; b < nb; b++) {
       if (!g->reach[b]) continue;
       memset(tmp, 0xff, sizeof(uint64_t) * (size_t)w);
-      for (int p = 0; p < nb; p++) {
-        if (!g->reach[p] || (g->succ[2 * p] != b && g->succ[2 * p + 1] != b)) continue;
+      for (int e = g->pred_at[b]; e < g->pred_at[b + 1]; e++) {
+        int p = g->pred[e];
+        if (!g->reach[p]) continue;
         for (int x = 0; x < w; x++) tmp[x] &= g->dom[(size_t)p * (size_t)w + (size_t)x];
       }
       tmp[b / 64] |= 1ull << (b % 64);
@@ -415,8 +427,9 @@ static ht_status find_loops(const cfg *g, loop **out, int *n_out) {
   for (int h = 0; h < g->nb; h++) {
     if (!g->reach[h]) continue;
     loop *L = NULL;
-    for (int u = 0; u < g->nb; u++) {
-      if (!g->reach[u] || (g->succ[2 * u] != h && g->succ[2 * u + 1] != h) || !dom_has(g, u, h)) continue;
+    for (int e = g->pred_at[h]; e < g->pred_at[h + 1]; e++) {
+      int u = g->pred[e];
+      if (!g->reach[u] || !dom_has(g, u, h)) continue;
       if (!L) {
         loop *nl = realloc(loops, sizeof(loop) * (size_t)(n + 1));
         char *body = calloc((size_t)g->nb, 1);
@@ -439,11 +452,13 @@ static ht_status find_loops(const cfg *g, loop **out, int *n_out) {
       }
       while (sp > 0) {
         int x = stack[--sp];
-        for (int p = 0; p < g->nb; p++)
-          if (g->reach[p] && !L->body[p] && (g->succ[2 * p] == x || g->succ[2 * p + 1] == x)) {
+        for (int e2 = g->pred_at[x]; e2 < g->pred_at[x + 1]; e2++) {
+          int p = g->pred[e2];
+          if (g->reach[p] && !L->body[p]) {
             L->body[p] = 1;
             stack[sp++] = p;
           }
+        }
       }
     }
   }
