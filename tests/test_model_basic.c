@@ -425,6 +425,20 @@ static void test_bad_options(void **unused) {
   expect_bad("ranking", d, "seq=nope", "nope");
   expect_bad("ranking", d, "outside=wrap", "outside");
   ht_dataset_destroy(d);
+  /* the default grid falls back to work; without either, ranking and starpu say why */
+  static const char *const w_names[] = {"work", "param:A"}, *const no_names[] = {"size:N", "param:A"};
+  ht_dataset *w = make(4, 2, w_names), *none = make(4, 2, no_names);
+  for (int i = 0; i < 4; i++) {
+    set_row(w, i, (double[]){100.0 * (i + 1), i % 2}, 1e-3 * (i + 1));
+    set_row(none, i, (double[]){100.0 * (i + 1), i % 2}, 1e-3 * (i + 1));
+  }
+  ht_model *m = fit("ranking", w, NULL);
+  assert_true(rel(ht_model_predict(m, (double[]){300, 0}), 3e-3) < 1e-12);
+  ht_model_destroy(m);
+  expect_bad("ranking", none, "target=log", "no grid feature"); /* the default rate target needs work too */
+  expect_bad("starpu", none, NULL, "size=work");
+  ht_dataset_destroy(w);
+  ht_dataset_destroy(none);
 }
 
 static void test_degenerate_data(void **unused) {
