@@ -374,7 +374,7 @@ static void test_corrupt_bytes(void **unused) {
   ht_dataset_destroy(d);
 }
 
-/* The wrapper's bytes around a model: truncations fail, never crash. */
+/* The wrapper's bytes around a model: truncations fail, flips fail or load, never crash. */
 static void test_corrupt_wrapper(void **unused) {
   (void)unused;
   ht_dataset *d = mixed(30, 13);
@@ -390,6 +390,19 @@ static void test_corrupt_wrapper(void **unused) {
       assert_null(back);
       free(cut);
     }
+    uint64_t s = 21;
+    char *bad = malloc(b.len);
+    for (int t = 0; t < 300; t++) { /* flips anywhere, header included */
+      memcpy(bad, b.data, b.len);
+      bad[(size_t)(urand(&s) * b.len)] ^= (char)(1 + urand(&s) * 255);
+      ht_status r = ht_model_load(bad, b.len, &back);
+      assert_true(r == HT_OK || r == HT_ERR_PARSE || r == HT_ERR_NOTFOUND);
+      if (r == HT_OK) {
+        ht_model_predict(back, d->x + (size_t)(t % 30) * d->n_features);
+        ht_model_destroy(back);
+      }
+    }
+    free(bad);
     ht_buf_free(&b);
     ht_model_destroy(m);
   }
