@@ -145,6 +145,11 @@ static void test_classes(void **state) {
   assert_int_equal(ht_ptx_classify("st.global.f64"), HT_PTX_GLOBAL_WRITE);
   assert_int_equal(ht_ptx_classify("barrier.sync.aligned"), HT_PTX_SYNC);
   assert_int_equal(ht_ptx_classify("bar.warp.sync"), HT_PTX_SYNC);
+  assert_int_equal(ht_ptx_classify("cp.async.ca.shared.global"), HT_PTX_GLOBAL_READ);
+  assert_int_equal(ht_ptx_classify("cp.async.wait_group"), HT_PTX_SYNC);
+  assert_int_equal(ht_ptx_classify("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), HT_PTX_SHARED_READ);
+  assert_int_equal(ht_ptx_classify("red.global.add.f64"), HT_PTX_GLOBAL_WRITE);
+  assert_int_equal(ht_ptx_classify("ld.volatile.shared.u32"), HT_PTX_SHARED_READ);
   assert_int_equal(ht_ptx_classify("ret"), HT_PTX_NONE);
   assert_int_equal(ht_ptx_classify("exit"), HT_PTX_NONE);
   assert_int_equal(ht_ptx_classify("bra.uni"), HT_PTX_COMPUTE);

@@ -63,7 +63,7 @@ static ht_ptx_class memory_class(const char *op, int is_write) {
 
 ht_ptx_class ht_ptx_classify(const char *op) {
   static const char *const not_counted[] = {"ret", "exit", NULL};
-  static const char *const reads[] = {"ld", "ldu", "tex", "tld4", "suld", "cp.async", "cp.async.bulk", "prefetch", NULL};
+  static const char *const reads[] = {"ld", "ldu", "tex", "tld4", "suld", "prefetch", NULL};
   static const char *const writes[] = {"st", "atom", "red", "sust", "sured", NULL};
   static const char *const syncs[] = {"bar", "barrier", "membar", "fence", "mbarrier", "cp.async.wait_group",
                                       "cp.async.wait_all", "cp.async.commit_group", NULL};
@@ -72,6 +72,7 @@ ht_ptx_class ht_ptx_classify(const char *op) {
   if (!op || !*op) return HT_PTX_NONE;
   if (root_in(op, not_counted)) return HT_PTX_NONE;
   if (root_in(op, syncs)) return HT_PTX_SYNC; /* before reads: cp.async.wait_* are barriers */
+  if (root_is(op, "cp")) return HT_PTX_GLOBAL_READ; /* cp.async[.bulk]: global -> shared, the read is off-chip */
   if (root_is(op, "ldmatrix")) return HT_PTX_SHARED_READ;
   if (root_is(op, "stmatrix")) return HT_PTX_SHARED_WRITE;
   if (root_in(op, reads)) return root_is(op, "tex") || root_is(op, "tld4") ? HT_PTX_GLOBAL_READ : memory_class(op, 0);
