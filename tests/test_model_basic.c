@@ -243,7 +243,7 @@ static void test_starpu_recovers_law(void **unused) {
       double n = 1500 * pow(2.3, i), x[3] = {n, v, 1};
       worst = fmax(worst, rel(ht_model_predict(m, x), law(v, n)));
     }
-  assert_true(worst < 1e-6);
+  assert_true(worst < 1e-10); /* measured 9e-14: a, b and c are recovered */
   assert_true(rel(ht_model_predict(m, (double[]){1000, 3, 1}), 2e-3) < 1e-12);  /* mean at n */
   assert_true(rel(ht_model_predict(m, (double[]){8000, 3, 1}), 1e-2) < 1e-12);  /* 2x nearest */
   assert_true(rel(ht_model_predict(m, (double[]){1200, 3, 1}), 2.4e-3) < 1e-12); /* 1.2x nearest */
