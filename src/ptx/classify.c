@@ -183,7 +183,7 @@ void ptx_counts_weighted(const ptx_kernel *k, const double *weight, ht_ptx_count
 /* ---- def/use ---- */
 
 /* Instructions whose first operand is read, not written (stores, branches, barriers...). */
-static int writes_nothing(const char *op) {
+int ptx_writes_nothing(const char *op) {
   static const char *const roots[] = {"st", "red", "bra", "brx", "bar", "barrier", "membar", "fence", "prefetch",
                                       "prefetchu", "cp", "call", "ret", "exit", "trap", "sust", "sured", "stmatrix",
                                       "mbarrier", "pmevent", "brkpt", "griddepcontrol", NULL};
@@ -192,7 +192,7 @@ static int writes_nothing(const char *op) {
 }
 
 int ptx_insn_dests(const ptx_insn *in, int *dst, int max) {
-  if (in->label >= 0 || in->n_ops == 0 || writes_nothing(in->opcode)) return 0;
+  if (in->label >= 0 || in->n_ops == 0 || in->no_dest) return 0;
   const ptx_operand *o = &in->ops[0];
   if (o->kind == OP_MEM) return 0;
   int n = 0;
@@ -204,7 +204,7 @@ int ptx_insn_srcs(const ptx_insn *in, int *src, int max) {
   int n = 0;
   if (in->label >= 0) return 0;
   if (in->guard >= 0 && n < max) src[n++] = in->guard;
-  int first = (in->n_ops > 0 && in->ops[0].kind != OP_MEM && !writes_nothing(in->opcode)) ? 1 : 0;
+  int first = (in->n_ops > 0 && in->ops[0].kind != OP_MEM && !in->no_dest) ? 1 : 0;
   for (int o = first; o < in->n_ops; o++)
     for (int r = 0; r < in->ops[o].n_regs && n < max; r++) src[n++] = in->ops[o].regs[r];
   return n;

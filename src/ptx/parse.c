@@ -348,6 +348,7 @@ static ht_status parse_instruction(lexer *lx, ptx_kernel *k, const char *first) 
   }
   lx->p++;
   in->cls = ht_ptx_classify(in->opcode);
+  in->no_dest = ptx_writes_nothing(in->opcode);
   return HT_OK;
 }
 

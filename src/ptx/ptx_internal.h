@@ -24,6 +24,7 @@ typedef struct ptx_insn {
   ptx_operand *ops;
   int label;      /* >= 0: this entry is a label (index into kernel labels), not an instruction */
   ht_ptx_class cls;
+  int no_dest;    /* the first operand is read, not written (stores, branches, barriers...) */
 } ptx_insn;
 
 typedef struct ptx_kernel {
@@ -50,6 +51,8 @@ struct ht_ptx_module {
 const ptx_kernel *ptx_entry(const ht_ptx_module *m, int kernel);
 int ptx_find_label(const ptx_kernel *k, const char *name);
 int ptx_is_special_reg(const char *name);
+/* Whether an opcode's first operand is a source (set once per instruction by the parser). */
+int ptx_writes_nothing(const char *opcode);
 /* Number of registers written by an instruction (its first operand's, or none). */
 int ptx_insn_dests(const ptx_insn *in, int *dst, int max);
 /* Registers read by an instruction (guard included). */
