@@ -427,6 +427,19 @@ static void test_bad_options(void **unused) {
   expect_bad("linear", d, "degree=3", "degree");
   expect_bad("linear", d, "lambda=-1", "lambda");
   expect_bad("linear", d, "lambda=abc", "lambda");
+  {
+    char *wide_names[65];
+    for (int j = 0; j < 65; j++) {
+      wide_names[j] = malloc(16);
+      snprintf(wide_names[j], 16, "f%d", j);
+    }
+    ht_dataset *wide = make(3, 65, (const char *const *)wide_names);
+    for (int i = 0; i < 3 * 65; i++) wide->x[i] = i % 7;
+    for (int i = 0; i < 3; i++) wide->y[i] = 1;
+    expect_bad("linear", wide, "degree=2", "at most 64 features");
+    ht_dataset_destroy(wide);
+    for (int j = 0; j < 65; j++) free(wide_names[j]);
+  }
   expect_bad("knn", d, "k=0", "k=0");
   expect_bad("knn", d, "k=5x", "k=5x");
   expect_bad("knn", d, "weights=gauss", "weights");
