@@ -469,7 +469,7 @@ static void test_bad_options(void **unused) {
 
 static void test_degenerate_data(void **unused) {
   (void)unused;
-  ht_dataset *one = mixed(1, 15), *flat = mixed(25, 16);
+  ht_dataset *one = mixed(1, 15), *flat = mixed(25, 16), *mixed_for_extremes = mixed(200, 18);
   for (int i = 0; i < 25; i++) /* every feature constant, times vary */
     memcpy(flat->x + (size_t)i * 6, flat->x, 6 * sizeof(double)), flat->work[i] = flat->work[0];
   for (int i = 0; i < N_BASIC; i++) {
@@ -483,6 +483,14 @@ static void test_degenerate_data(void **unused) {
       assert_true(isfinite(pa) && pa > 0);
       assert_true(isfinite(pb) && pb > 0);
     }
+    /* extreme but finite inputs still give a number */
+    double huge[6] = {1e300, 1e300, -1e300, 1e300, 1e300, 1e300}, tiny[6] = {1e-300, 0, -1e-300, 0, 0, 1e-300};
+    assert_false(isnan(ht_model_predict(b, huge)));
+    assert_false(isnan(ht_model_predict(b, tiny)));
+    ht_model *full = fit(basic[i], mixed_for_extremes, NULL);
+    assert_false(isnan(ht_model_predict(full, huge)));
+    assert_false(isnan(ht_model_predict(full, tiny)));
+    ht_model_destroy(full);
     /* one row: its own features predict its own time */
     assert_true(rel(ht_model_predict(a, one->x), one->y[0]) < 1e-6);
     ht_model_destroy(a);
@@ -496,6 +504,7 @@ static void test_degenerate_data(void **unused) {
   ht_model_destroy(m);
   ht_dataset_destroy(one);
   ht_dataset_destroy(flat);
+  ht_dataset_destroy(mixed_for_extremes);
 }
 
 int main(void) {

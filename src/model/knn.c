@@ -348,7 +348,9 @@ static double knn_predict(const void *state, const double *x) {
   for (int c = 0; c < m->n_dims; c++) {
     int j = m->dims[c];
     z[c] = (x[j] - m->sc.offset[j]) * m->sc.scale[j];
-    if (!isfinite(z[c])) z[c] = 0; /* an infinite input would poison every distance */
+    /* an infinite input would poison every distance, a huge one overflow the rotation */
+    if (!isfinite(z[c])) z[c] = 0;
+    else if (fabs(z[c]) > 1e100) z[c] = copysign(1e100, z[c]);
     s.off[c] = 0;
   }
   rotate(m, z, (double *)s.q);
