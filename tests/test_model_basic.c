@@ -310,12 +310,12 @@ static void test_round_trip(void **unused) {
   (void)unused;
   ht_dataset *d = mixed(300, 11);
   uint64_t s = 99;
-  for (int i = 0; i < N_BASIC; i++) {
-    ht_model *m = fit_basic(i, d), *back = NULL;
+  for (int i = 0; i < 2 * N_BASIC; i++) { /* each model plain, then routed by decade of work */
+    ht_model *m = i < N_BASIC ? fit_basic(i, d) : fit(basic[i - N_BASIC], d, "route=decade,route_min=40"), *back = NULL;
     ht_buf b = {0};
     assert_int_equal(ht_model_save(m, &b), HT_OK);
     assert_int_equal(ht_model_load(b.data, b.len, &back), HT_OK);
-    assert_string_equal(ht_model_kind(back), basic[i]);
+    assert_string_equal(ht_model_kind(back), basic[i % N_BASIC]);
     for (int t = 0; t < 200; t++) {
       double x[6], y;
       mixed_row(&s, x, &y);
