@@ -254,7 +254,7 @@ double ht_ptx_dpc(const ht_ptx_module *m, int kernel) {
     ht_error(HT_ERR_INVALID, "dpc: kernel %d has no instructions", kernel);
     return NAN;
   }
-  int *u = malloc(sizeof(int) * (size_t)k);
+  int *u = calloc((size_t)k, sizeof(int));
   if (!u) {
     ht_error(HT_ERR_NOMEM, "out of memory");
     return NAN;

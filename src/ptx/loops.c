@@ -85,11 +85,11 @@ static ht_status cfg_blocks(cfg *g) {
     } else if (is_return(last) && last->guard < 0) {
       fall = -1;
     }
-    g->succ[2 * b] = fall;
-    g->succ[2 * b + 1] = tgt == fall ? -1 : tgt; /* one edge, counted once */
+    g->succ[2 * (size_t)b] = fall;
+    g->succ[2 * (size_t)b + 1] = tgt == fall ? -1 : tgt; /* one edge, counted once */
   }
   g->pred_at = calloc((size_t)g->nb + 2, sizeof(int));
-  g->pred = malloc(sizeof(int) * (size_t)(2 * g->nb + 1));
+  g->pred = malloc(sizeof(int) * (2 * (size_t)g->nb + 1));
   if (!g->pred_at || !g->pred) return ht_error(HT_ERR_NOMEM, "out of memory");
   for (int e = 0; e < 2 * g->nb; e++)
     if (g->succ[e] >= 0) g->pred_at[g->succ[e] + 2]++;
@@ -103,7 +103,7 @@ static int dom_has(const cfg *g, int b, int d) { return (int)((g->dom[(size_t)b 
 
 /* Iterative dominators over reachable blocks (Cooper-Harvey-Kennedy style with bitsets). */
 static ht_status cfg_dominators(cfg *g) {
-  int nb = g->nb, w = (nb + 63) / 64;
+  int nb = g->nb, w = (nb + 63) / 64 + 1; /* +1: never a zero-size allocation */
   if (nb > MAX_BLOCKS) /* the bitsets are nb^2 bits: 32 MiB at the limit */
     return ht_error(HT_ERR_UNSUPPORTED, "kernel %s has %d basic blocks; loop analysis handles at most %d", g->k->name, nb, MAX_BLOCKS);
   g->words = w;
@@ -486,9 +486,12 @@ ht_status ht_ptx_executed_counts(const ht_ptx_module *m, int kernel, const doubl
   ht_status st = cfg_blocks(&g);
   if (!st) st = cfg_dominators(&g);
   if (!st) st = find_loops(&g, &loops, &nl);
-  if (!st && (!(w = malloc(sizeof(double) * (size_t)k->n_insns)) || !(bw = malloc(sizeof(double) * (size_t)g.nb))))
-    st = ht_error(HT_ERR_NOMEM, "out of memory");
   if (!st) {
+    w = malloc(sizeof(double) * (size_t)k->n_insns);
+    bw = calloc((size_t)g.nb + 1, sizeof(double));
+  }
+  if (!st && (!w || !bw)) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st && w && bw) {
     int budget = 0;
     eval_ctx c = {k, param_values, param_values ? n : 0, &budget};
     for (int b = 0; b < g.nb; b++) bw[b] = 1.0;

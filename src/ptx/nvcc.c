@@ -119,8 +119,7 @@ int ht_ptx_parse_ptxas_log(const char *log, ht_ptx_resources *res, int max_res) 
     if (q) {
       const char *nm = strchr(q, '\'') ? strchr(q, '\'') + 1 : q + strlen("Function properties for ");
       size_t nl = strcspn(nm, "' \r");
-      if (strstr(buf, "Compiling entry function") && res) cur = entry_for(res, &n, max_res, nm, nl);
-      else if (res && strstr(buf, "Function properties for")) cur = entry_for(res, &n, max_res, nm, nl);
+      if (res) cur = entry_for(res, &n, max_res, nm, nl);
     }
     const char *u = strstr(buf, "Used ");
     if (cur && u) {
@@ -262,7 +261,7 @@ ht_status ht_ptx_compile(const char *source_text, const char *source_name, const
     /* Caching is an optimisation: a read-only cache folder must not fail the compile. */
     if (!st && ht_mkdir_p(dir) == HT_OK) {
       char *pp = ht_strfmt("%s.ptx", base), *lp = ht_strfmt("%s.log", base);
-      if (pp && lp && ht_write_file_atomic(lp, log, strlen(log)) == HT_OK) ht_write_file_atomic(pp, ptx, strlen(ptx));
+      if (pp && lp && log && ptx && ht_write_file_atomic(lp, log, strlen(log)) == HT_OK) ht_write_file_atomic(pp, ptx, strlen(ptx));
       free(pp);
       free(lp);
     }

@@ -61,6 +61,7 @@ static ht_status skip_ws(lexer *lx) {
 
 /* Reads a word (directive, opcode, identifier, register) into w. */
 static ht_status read_word(lexer *lx, char *w, const char *expected) {
+  w[0] = '\0';
   if (!is_word_start(*lx->p)) return perr(lx, expected);
   size_t n = 0;
   while (is_word_char(*lx->p)) {
@@ -539,7 +540,7 @@ static ht_status parse_module(lexer *lx) {
                strcmp(w, ".common") == 0) {
       continue; /* linkage: the declaration follows */
     } else if (strcmp(w, ".entry") == 0 || strcmp(w, ".func") == 0) {
-      if ((st = parse_function(lx, w[1] == 'e'))) return st;
+      if ((st = parse_function(lx, strcmp(w, ".entry") == 0))) return st;
     } else if (w[0] == '.') {
       if ((st = skip_statement(lx))) return st; /* .global/.const/.shared variables, .section, .pragma */
     } else {
