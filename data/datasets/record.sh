@@ -1,0 +1,134 @@
+#!/bin/sh
+# Records the training datasets of execution-time prediction: for each kernel, one fixed random
+# sample of configs (strategy random, seed 7: the same configs at every size, because the sizes
+# below keep the size-dependent constraints' valid set unchanged) measured at a log-spaced grid
+# of problem sizes, then exported as data/datasets/<kernel>.csv (`hetune export --format csv`).
+#
+# usage: data/datasets/record.sh [KERNEL...]   record these kernels (default: all, in the order below)
+#        data/datasets/record.sh retry KERNEL...  delete the suspect rows of these kernels
+#                                              (check.py: slower than the same config at a larger
+#                                              size) from their databases and measure them again
+#        data/datasets/record.sh noise         label noise: re-measure 20 configs at 2 sizes of
+#                                              3 kernels in separate databases, compare (noise.py)
+# Re-runnable: each kernel has its own database db/<kernel>.db; configs already stored for a size
+# are reused, not measured again, so an interrupted run resumes. FRESH=1 deletes a kernel's
+# database (and compile cache) first. HETUNE=path picks the binary (default build/hetune),
+# DB_DIR the database folder (default data/datasets/db, git-ignored). Progress: $DB_DIR/progress.log.
+# Timing: at least 5, at most 30 timed runs after a warm-up, stopping once rsd < 5% (the runner
+# also stops after ~1 s of kernel time); every config runs in a worker process.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+ex=$here/../../examples
+hetune=${HETUNE:-$here/../../build/hetune}
+db_dir=${DB_DIR:-$here/db}
+seed=7
+mkdir -p "$db_dir"
+log=$db_dir/progress.log
+say() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$log"; }
+
+# measure NAME SPEC DEVICE CONFIGS DB SIZE... ; SIZE is "K=V,K=V" (one problem size)
+measure() {
+  name=$1 spec=$2 device=$3 nconf=$4 db=$5
+  shift 5
+  export HETUNE_CACHE_DIR="$db_dir/cache/$name"
+  for size in "$@"; do
+    set --
+    for kv in $(echo "$size" | tr ',' ' '); do set -- "$@" --size "$kv"; done
+    t0=$(date +%s)
+    if "$hetune" tune "$spec" --device "$device" --strategy random --seed $seed --budget "$nconf" \
+      --db "$db" --min-runs 5 --rsd 0.05 --max-runs 30 --quiet "$@" >>"$db_dir/$name.tune.log" 2>&1; then
+      say "$name $size: done in $(($(date +%s) - t0)) s"
+    else
+      say "$name $size: hetune tune FAILED (see $db_dir/$name.tune.log)"
+    fi
+  done
+}
+
+# record NAME SPEC DEVICE CONFIGS SIZE... : main recording of one kernel, then export
+record() {
+  name=$1 spec=$2 device=$3 nconf=$4
+  shift 4
+  [ "${FRESH:-0}" = 1 ] && rm -rf "$db_dir/$name.db" "$db_dir/cache/$name" "$db_dir/$name.tune.log"
+  say "$name: start ($nconf configs x $# sizes)"
+  measure "$name" "$spec" "$device" "$nconf" "$db_dir/$name.db" "$@"
+  "$hetune" export --format csv --kernel "$name" --db "$db_dir/$name.db" --output "$here/$name.csv"
+  say "$name: $(($(wc -l <"$here/$name.csv") - 1)) rows written to $here/$name.csv"
+}
+
+# Problem-size grids, smallest to largest work; the last 2-3 are the extrapolation hold-out.
+gemm_c() { record gemm_c "$ex/gemm/gemm_c.json" c 40 \
+  M=128,N=128,K=128 M=192,N=192,K=192 M=256,N=256,K=256 M=384,N=384,K=384 M=512,N=512,K=512 \
+  M=640,N=640,K=640 M=768,N=768,K=768 M=1024,N=1024,K=1024 M=1280,N=1280,K=1280; }
+stencil_c() { record stencil_c "$ex/stencil/stencil_c.json" c 40 \
+  W=256,H=256 W=512,H=256 W=512,H=512 W=1024,H=512 W=1024,H=1024 W=2048,H=1024 \
+  W=2048,H=2048 W=4096,H=2048 W=4096,H=4096 W=8192,H=4096; }
+# the whole space (32 configs); CHUNK*NTHREADS <= N removes configs below N = 2^21
+vadd_c() { record vadd_c "$ex/vadd/vadd_c.json" c 64 \
+  N=131072 N=262144 N=524288 N=1048576 N=2097152 N=4194304 N=8388608 N=16777216 N=33554432 N=67108864; }
+nbody_c() { record nbody_c "$ex/nbody/nbody_c.json" c 40 \
+  N=256 N=384 N=512 N=768 N=1024 N=1536 N=2048 N=3072 N=4096; }
+# the whole space (35 configs)
+vadd_opencl() { record vadd_opencl "$ex/vadd/vadd_opencl.json" opencl 64 \
+  N=131072 N=262144 N=524288 N=1048576 N=2097152 N=4194304 N=8388608 N=16777216 N=33554432 N=67108864; }
+# N/G = 4096 at every size, so WG*VW*UNROLL <= ceil_div(N, G) keeps the same valid configs
+reduction_opencl() { record reduction_opencl "$ex/reduction/reduction_opencl.json" opencl 30 \
+  N=262144,G=64 N=524288,G=128 N=1048576,G=256 N=2097152,G=512 N=4194304,G=1024 \
+  N=8388608,G=2048 N=16777216,G=4096 N=33554432,G=8192 N=67108864,G=16384; }
+transpose_opencl() { record transpose_opencl "$ex/transpose/transpose_opencl.json" opencl 30 \
+  W=256,H=256 W=512,H=256 W=512,H=512 W=1024,H=512 W=1024,H=1024 W=2048,H=1024 \
+  W=2048,H=2048 W=4096,H=2048 W=4096,H=4096; }
+stencil_opencl() { record stencil_opencl "$ex/stencil/stencil_opencl.json" opencl 30 \
+  W=256,H=256 W=512,H=512 W=1024,H=512 W=1024,H=1024 W=2048,H=1024 \
+  W=2048,H=2048 W=4096,H=2048 W=4096,H=4096 W=8192,H=4096; }
+convolution_opencl() { record convolution_opencl "$ex/convolution/convolution_opencl.json" opencl 30 \
+  W=256,H=256 W=512,H=256 W=512,H=512 W=1024,H=512 W=1024,H=1024 W=2048,H=1024 \
+  W=2048,H=2048 W=4096,H=2048 W=4096,H=4096; }
+# M % 128 = N % 256 = K % 32 = 0 at every shape, so the divisibility constraints keep all configs
+gemm_opencl() { record gemm_opencl "$ex/gemm/gemm_opencl.json" opencl 30 \
+  M=128,N=256,K=128 M=256,N=256,K=128 M=256,N=256,K=256 M=256,N=512,K=256 M=512,N=512,K=256 \
+  M=512,N=512,K=512 M=768,N=768,K=512 M=768,N=768,K=768 M=1024,N=1024,K=1024; }
+
+# Label noise: the first 20 configs of the same seed, at a middle and a large size, measured
+# again in separate databases (cold compile cache) after the main recording.
+noise() {
+  nd=$db_dir/noise
+  rm -rf "$nd" "$db_dir/cache/noise_"*
+  mkdir -p "$nd"
+  say "noise: start"
+  measure noise_gemm_c "$ex/gemm/gemm_c.json" c 20 "$nd/gemm_c.db" M=512,N=512,K=512 M=1024,N=1024,K=1024
+  measure noise_vadd_opencl "$ex/vadd/vadd_opencl.json" opencl 20 "$nd/vadd_opencl.db" N=2097152 N=33554432
+  measure noise_transpose_opencl "$ex/transpose/transpose_opencl.json" opencl 20 "$nd/transpose_opencl.db" \
+    W=1024,H=1024 W=4096,H=2048
+  for k in gemm_c vadd_opencl transpose_opencl; do
+    "$hetune" export --format csv --kernel "$k" --db "$nd/$k.db" --output "$nd/$k.csv"
+  done
+  python3 "$here/noise.py" "$here" "$nd" | tee "$nd/noise.txt"
+  say "noise: done"
+}
+
+# Scheduler artefacts: a 2-thread run whose second thread lost its core to another process waits
+# whole scheduler ticks, so its time is a multiple of ~4 ms whatever the size. Such rows show up as
+# slower than the same config at a larger size; they are deleted and measured again (once per call).
+retry() {
+  for k in "$@"; do
+    ids=$(python3 "$here/check.py" --ids "$here/$k.csv")
+    say "$k: retry: $(echo "$ids" | tr ',' '\n' | grep -c .) suspect rows deleted, measuring them again"
+    [ -z "$ids" ] || sqlite3 "$db_dir/$k.db" "DELETE FROM evaluations WHERE id IN ($ids)"
+    FRESH=0 $k
+  done
+}
+
+all="gemm_c stencil_c vadd_c nbody_c vadd_opencl reduction_opencl transpose_opencl stencil_opencl convolution_opencl gemm_opencl"
+if [ "${1:-}" = retry ]; then
+  shift
+  set -- $(for k in "${@:-}"; do case " $all " in *" $k "*) echo "$k" ;; *) echo "record.sh: unknown kernel '$k'" >&2; exit 2 ;; esac; done)
+  retry "$@"
+  exit 0
+fi
+[ $# -gt 0 ] || set -- $all
+for k in "$@"; do
+  case " $all noise " in
+    *" $k "*) $k ;;
+    *) echo "record.sh: unknown kernel '$k' (known: $all noise)" >&2; exit 2 ;;
+  esac
+done
