@@ -101,6 +101,9 @@ const ht_model_ops *ht_model_kind_find(const char *name);
  * fitted with route=decade). Options are the wrapper's (target=log|rate|time, route=none|decade,
  * route_min=N) plus the model's own; an option nobody knows is an error. */
 typedef struct ht_model ht_model;
+/* kind "auto" picks the kind with the lowest error on an inner validation of train (the largest
+ * problem size held out, or 5-fold CV; option candidates=gbt+linear+...) and fits it; the
+ * model's kind is then the chosen one and its options say so. */
 ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *options, uint64_t seed,
                        ht_model **out);
 /* Predicted time in seconds for one feature vector laid out as the training dataset's. */

@@ -61,6 +61,7 @@ static int model_kinds(void) {
     const ht_model_ops *k = ht_model_kind_at(i);
     printf("  %-8s  target=%-4s  %s\n", k->name, k->default_target, k->summary);
   }
+  printf("  %-8s  %-11s  the kind with the lowest error on an inner validation of the training data\n", "auto", "");
   return CLI_OK;
 }
 
@@ -73,7 +74,7 @@ static const char *train_help =
   "with its provenance (data files, rows, problem sizes, training error). Training again under the\n"
   "same name keeps the older versions; the newest answers.\n"
   "\n"
-  "  --kind K          model kind (default gbt; 'hetune model kinds')\n"
+  "  --kind K          model kind, or auto to pick by validation (default gbt; 'hetune model kinds')\n"
   "  --options K=V,..  model options (wrapper: target=log|rate|time, route=none|decade)\n"
   "  --name NAME       stored name (default SPEC-name.KIND)\n"
   "  --device D        only rows measured on device D\n"
@@ -145,7 +146,7 @@ static int model_train(int argc, char **argv) {
   if (!rc && cli_opt(&a, "seed")) rc = cli_integer("model train", "--seed", cli_opt(&a, "seed"), 0, &seed);
   if (rc) return rc;
   const char *kind = cli_opt(&a, "kind") ? cli_opt(&a, "kind") : "gbt";
-  if (!ht_model_kind_find(kind)) return cli_usage_error("model train", "unknown model kind '%s'", kind);
+  if (!ht_model_kind_find(kind) && strcmp(kind, "auto") != 0) return cli_usage_error("model train", "unknown model kind '%s'", kind);
   ht_spec *spec;
   ht_feature_set *fs;
   ht_dataset *d;

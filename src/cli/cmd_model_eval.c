@@ -173,7 +173,7 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, lo
   } else snprintf(kinds, sizeof kinds, "%s", list);
   char *save = NULL;
   for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-    if (!ht_model_kind_find(k)) return cli_usage_error("model eval", "unknown model kind '%s'", k);
+    if (!ht_model_kind_find(k) && strcmp(k, "auto") != 0) return cli_usage_error("model eval", "unknown model kind '%s'", k);
     eval_row r = {.kind = k};
     if (folds) cross_validate(&r, d, cli_opt(a, "options"), (int)folds, seed);
     if (test > 0) random_test(&r, d, cli_opt(a, "options"), test, seed);

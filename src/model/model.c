@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model_select.h"
 #include "model/model_util.h"
 
 typedef enum target { TARGET_TIME = 0, TARGET_LOG = 1, TARGET_RATE = 2 } target;
@@ -196,9 +197,25 @@ static ht_status fit_all(ht_model *m, const ht_dataset *train, const ht_options 
   return HT_OK;
 }
 
+/* Kind "auto": the candidate with the lowest validation error, fitted with its defaults. */
+static ht_status fit_auto(const ht_dataset *train, const char *options, uint64_t seed, ht_model **out) {
+  char chosen[64];
+  double score;
+  ht_status st = ht_model_select(train, options, seed, chosen, sizeof chosen, &score);
+  if (!st) st = ht_model_fit(chosen, train, NULL, seed, out);
+  if (st) return st;
+  free((*out)->options);
+  (*out)->options = ht_strfmt("auto: %s (validation error %.2f%%)", chosen, score);
+  return (*out)->options ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+}
+
 ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *options, uint64_t seed,
                        ht_model **out) {
   *out = NULL;
+  if (strcmp(kind, "auto") == 0) {
+    ht_status st = check_training_data(kind, train);
+    return st ? st : fit_auto(train, options, seed, out);
+  }
   const ht_model_ops *ops = ht_model_kind_find(kind);
   if (!ops) return ht_error(HT_ERR_NOTFOUND, "unknown model '%s' (hetune model kinds lists them)", kind);
   ht_status st = check_training_data(kind, train);

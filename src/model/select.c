@@ -1,0 +1,80 @@
+/* Model kind "auto": picks, on the training data alone, the kind whose predictions of an inner
+ * validation set have the lowest mean absolute percentage error, then fits it on all the data.
+ * The validation set is the largest problem size when the data has at least 4 distinct sizes (the
+ * extrapolation the dispatcher meets when a program grows), else 5-fold cross-validation.
+ *   candidates=a+b+...   kinds to try (default gbt+linear+starpu+ranking+mlp+knn)
+ * No other option is accepted: each candidate runs with its own defaults. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetune/model.h"
+#include "model/model_select.h"
+
+static int distinct_sizes(const ht_dataset *d) {
+  int n = 0;
+  for (int i = 0; i < d->n_rows; i++) {
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = d->work[j] == d->work[i];
+    n += !seen;
+    if (n >= 4) break;
+  }
+  return n;
+}
+
+/* Mean APE of one kind on the validation scheme; INFINITY when it cannot be fitted. */
+static double validate(const char *kind, const ht_dataset *d, uint64_t seed) {
+  double *pred = malloc((size_t)d->n_rows * sizeof *pred), err = INFINITY;
+  int *train = NULL, *test = NULL, n_train = 0, n_test = 0;
+  if (!pred) return err;
+  ht_status st;
+  if (distinct_sizes(d) >= 4) {
+    st = ht_dataset_split_largest(d, 1, &train, &n_train, &test, &n_test);
+    if (!st) st = ht_model_holdout(kind, d, "", seed, train, n_train, test, n_test, pred);
+  } else {
+    n_test = d->n_rows;
+    st = d->n_rows >= 5 ? ht_model_cross_validate(kind, d, "", 5, seed, pred) : HT_ERR_INVALID;
+  }
+  if (!st) {
+    double sum = 0;
+    for (int k = 0; k < n_test; k++) {
+      int i = test ? test[k] : k;
+      sum += fabs(pred[k] - d->y[i]) / d->y[i];
+    }
+    err = isfinite(sum) ? 100 * sum / n_test : INFINITY;
+  }
+  free(pred);
+  free(train);
+  free(test);
+  return err;
+}
+
+ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t seed, char *chosen, size_t len,
+                          double *score) {
+  ht_options *opt;
+  ht_status st = ht_options_parse(options, &opt);
+  if (st) return ht_error_prefix(st, "model auto: ");
+  char list[512];
+  snprintf(list, sizeof list, "%s", ht_options_str(opt, "candidates", "gbt+linear+starpu+ranking+mlp+knn"));
+  char *unused = ht_options_unused(opt);
+  ht_options_destroy(opt);
+  if (unused) {
+    st = ht_error(HT_ERR_INVALID, "model auto: unknown option(s) %s (only candidates=a+b+...)", unused);
+    free(unused);
+    return st;
+  }
+  *score = INFINITY;
+  chosen[0] = 0;
+  char *save = NULL;
+  for (char *k = strtok_r(list, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
+    if (!ht_model_kind_find(k)) return ht_error(HT_ERR_NOTFOUND, "model auto: unknown candidate '%s'", k);
+    double e = validate(k, d, seed);
+    ht_log(2, "model auto: %s validation error %.2f%%", k, e);
+    if (e < *score) {
+      *score = e;
+      snprintf(chosen, len, "%s", k);
+    }
+  }
+  if (!chosen[0]) return ht_error(HT_ERR_INVALID, "model auto: no candidate could be fitted to %d rows", d->n_rows);
+  return HT_OK;
+}
