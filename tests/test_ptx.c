@@ -192,7 +192,7 @@ static void test_loop_param_bound(void **state) {
   p[2] = 0; /* the guard skips the loop */
   assert_int_equal(ht_ptx_executed_counts(m, k, p, 3, NULL, &c64, &info), HT_OK);
   assert_true(c64.global_read == 0 && c64.global_write == 1);
-  ht_ptx_exec_options o = {7};
+  ht_ptx_exec_options o = {.default_trip = 7};
   assert_int_equal(ht_ptx_executed_counts(m, k, NULL, 0, &o, &c64, &info), HT_OK);
   assert_int_equal(info.unresolved_loops, 1);
   assert_true(c64.global_read == 7);
@@ -346,6 +346,49 @@ static void test_misc_constructs(void **state) {
   ht_ptx_free(m);
 }
 
+/* eval_branches: branches decidable for thread 0 keep one side; loop-carried ones keep both. */
+static void test_eval_branches(void **state) {
+  (void)state;
+  ht_ptx_exec_options o = {.default_trip = 1, .eval_branches = 1};
+  ht_ptx_counts c;
+  ht_ptx_exec_info info;
+  ht_ptx_module *m = parse_data("tests/data/ptx/nn.ptx");
+  double p[5] = {NAN, NAN, 1000, 0.5, 0.5};
+  assert_int_equal(ht_ptx_executed_counts(m, 0, p, 5, &o, &c, &info), HT_OK);
+  assert_true(c.total == 28 && info.decided_branches == 1); /* thread 0 < numRecords: the paper's path */
+  p[2] = 0;
+  assert_int_equal(ht_ptx_executed_counts(m, 0, p, 5, &o, &c, &info), HT_OK);
+  assert_true(c.total == 14 && c.global_read == 0 && c.sfu == 0); /* guard taken: straight to ret */
+  ht_ptx_free(m);
+
+  m = parse_data("tests/data/ptx/gemm_local.ptx");
+  double g[6] = {NAN, NAN, NAN, 1024, 1024, 1024};
+  assert_int_equal(ht_ptx_executed_counts(m, 0, g, 6, &o, &c, &info), HT_OK);
+  /* per k block, thread 0 loads 64*16/256 = 4 elements of each tile: the peeled remainder
+   * iterations of nvcc's x4 unrolled tile loops are skipped, not counted once each */
+  assert_true(c.global_read == 64 * 8 && c.shared_write == 64 * 8 && c.sync == 128);
+  ht_ptx_free(m);
+
+  m = parse_data("tests/data/ptx/loops.ptx");
+  int k = ht_ptx_kernel_find(m, "nested");
+  double q[4] = {NAN, NAN, 6, 0}; /* m = 0: the inner loop's guard (inside the outer loop, on a parameter) */
+  assert_int_equal(ht_ptx_executed_counts(m, k, q, 4, &o, &c, &info), HT_OK);
+  assert_true(c.global_read == 0 && c.sync == 6);
+  ht_ptx_free(m);
+
+  /* a branch on the induction register inside the loop stays undecided: both sides count */
+  const char *text = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry e(.param .u32 e_param_0) {\n"
+                     " .reg .b32 %r<5>; .reg .pred %p<3>;\n ld.param.u32 %r1, [e_param_0];\n mov.u32 %r2, 0;\n"
+                     "L1:\n setp.eq.s32 %p2, %r2, 0;\n @%p2 bra SKIP;\n add.s32 %r3, %r3, 1;\n"
+                     "SKIP:\n add.s32 %r2, %r2, 1;\n setp.lt.s32 %p1, %r2, %r1;\n @%p1 bra L1;\n ret;\n}\n";
+  if (ht_ptx_parse(text, "e.ptx", &m)) fail_msg("%s", ht_last_error());
+  double n = 10;
+  assert_int_equal(ht_ptx_executed_counts(m, 0, &n, 1, &o, &c, &info), HT_OK);
+  assert_int_equal(info.decided_branches, 0);
+  assert_true(c.total == 2 + 6 * 10);
+  ht_ptx_free(m);
+}
+
 static void expect_error(const char *text, const char *want) {
   ht_ptx_module *m = NULL;
   ht_status st = ht_ptx_parse(text, "bad.ptx", &m);
@@ -412,7 +455,8 @@ static void test_fuzz(void **state) {
         for (int k = 0; k < ht_ptx_kernel_count(m); k++) {
           ht_ptx_features feat;
           double p[5] = {NAN, NAN, 100, 7, 3};
-          if (ht_ptx_features_get(m, k, p, 5, NULL, &feat) == HT_OK) {
+          ht_ptx_exec_options eo = {.default_trip = 3, .eval_branches = it & 1};
+          if (ht_ptx_features_get(m, k, p, 5, &eo, &feat) == HT_OK) {
             assert_true(feat.static_counts.total == sum(&feat.static_counts));
             assert_true(fabs(feat.executed.total - sum(&feat.executed)) <= 1e-9 * (1 + feat.executed.total));
           }
@@ -605,7 +649,7 @@ int main(void) {
     cmocka_unit_test(test_examples),       cmocka_unit_test(test_nvcc_missing),
     cmocka_unit_test(test_cli),            cmocka_unit_test(test_loop_shapes),
     cmocka_unit_test(test_gemm_trip_counts), cmocka_unit_test(test_unrolled_remainder),
-    cmocka_unit_test(test_misc_constructs),
+    cmocka_unit_test(test_misc_constructs), cmocka_unit_test(test_eval_branches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

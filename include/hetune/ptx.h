@@ -73,12 +73,16 @@ ht_status ht_ptx_static_counts(const ht_ptx_module *m, int kernel, ht_ptx_counts
 
 typedef struct ht_ptx_exec_options {
   double default_trip; /* trip count of a loop not recognised or not evaluable (default 1) */
+  int eval_branches;   /* 0 (default): both sides of a non-loop branch count once. 1: branches whose
+                          predicate evaluates for thread 0 (constants, parameters, special registers
+                          as 0, nothing varying in a loop around them) keep only the side taken */
 } ht_ptx_exec_options;
 
 typedef struct ht_ptx_exec_info {
   int loops;            /* natural loops found */
   int unresolved_loops; /* of them, those that used default_trip */
   double max_trip;      /* largest evaluated trip count */
+  int decided_branches; /* with eval_branches: conditional branches whose side was decided */
 } ht_ptx_exec_info;
 
 /* Executed counts per thread. param_values[i] is the value of the i-th .param of the entry (NAN

@@ -20,6 +20,8 @@ static const char *help =
   "  --param NAME=VALUE     value of a scalar kernel parameter for executed counts; NAME is the\n"
   "                         parameter's index (0-based) or the end of its .param name (repeatable)\n"
   "  --default-trip N       trip count of loops that are not recognised (default 1)\n"
+  "  --eval-branches        branches decidable for thread 0 keep only the side taken (default:\n"
+  "                         both sides of every non-loop branch count once)\n"
   "  --json                 one JSON object per kernel\n";
 
 static int ends_with(const char *s, const char *suf) {
@@ -75,8 +77,9 @@ static void print_kernel(const char *name, const ht_ptx_features *f, int json) {
     printf(", ");
     json_counts("executed", &f->executed);
     printf(", \"dpc\": %.6f, \"alpha\": %.6g, \"registers\": %d, \"shared_words\": %d, \"loops\": %d, "
-           "\"unresolved_loops\": %d}\n",
-           f->dpc, isfinite(f->alpha) ? f->alpha : -1, f->registers, f->shared_words, f->exec.loops, f->exec.unresolved_loops);
+           "\"unresolved_loops\": %d, \"decided_branches\": %d}\n",
+           f->dpc, isfinite(f->alpha) ? f->alpha : -1, f->registers, f->shared_words, f->exec.loops, f->exec.unresolved_loops,
+           f->exec.decided_branches);
     return;
   }
   printf("%s\n", name);
@@ -107,15 +110,15 @@ static int load(const cli_args *a, const char *path, char **ptx, ht_ptx_resource
 }
 
 int cmd_ptx(int argc, char **argv) {
-  static const char *const known[] = {"kernel", "define", "arch", "param", "json", "default-trip", NULL};
-  static const char *const flags[] = {"json", NULL};
+  static const char *const known[] = {"kernel", "define", "arch", "param", "json", "default-trip", "eval-branches", NULL};
+  static const char *const flags[] = {"json", "eval-branches", NULL};
   if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
   cli_args a;
   int rc = cli_parse(argc, argv, flags, &a);
   if (!rc) rc = cli_check_known(&a, "ptx", known);
   if (rc) return rc;
   if (a.n_pos != 1) return cli_usage_error("ptx", "expected one FILE.cu or FILE.ptx (see hetune ptx --help)");
-  ht_ptx_exec_options opts = {1.0};
+  ht_ptx_exec_options opts = {.default_trip = 1.0, .eval_branches = cli_has(&a, "eval-branches")};
   if (cli_opt(&a, "default-trip") && cli_number("ptx", "--default-trip", cli_opt(&a, "default-trip"), 0, &opts.default_trip))
     return CLI_USAGE;
   char *ptx = NULL;

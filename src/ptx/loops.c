@@ -28,6 +28,8 @@ typedef struct eval_ctx {
   const double *pv;
   int n;
   int *budget; /* register look-ups left: operands fan out, so depth alone does not bound the work */
+  const struct cfg *g;
+  const char *forbid; /* blocks whose definitions vary (loops around a branch): values through them are unknown */
 } eval_ctx;
 
 #define EVAL_BUDGET 4096
@@ -162,6 +164,21 @@ static ht_status cfg_dominators(cfg *g) {
 /* ---- evaluation of register values ---- */
 
 static double eval_reg(const eval_ctx *c, int reg, int before, int depth);
+static int cmp_code(const char *op);
+
+/* a CMP b as 1/0 (cmp codes of cmp_code), NAN when unknown. */
+static double compare(int cmp, double a, double b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  switch (cmp) {
+  case -2: return a < b;
+  case -1: return a <= b;
+  case 1: return a >= b;
+  case 2: return a > b;
+  case 3: return a == b;
+  case 4: return a != b;
+  default: return NAN;
+  }
+}
 
 static int last_def(const ptx_kernel *k, int reg, int before) {
   for (int i = before - 1; i >= 0; i--) {
@@ -190,7 +207,7 @@ static int op_is(const char *op, const char *root) {
 }
 
 /* The value instruction i writes, from its operands; NAN when not a recognised computation. */
-static double eval_insn(const eval_ctx *c, int i, int depth) {
+static double eval_insn(const eval_ctx *c, int i, int reg, int depth) {
   const ptx_insn *in = &c->k->insns[i];
   if (depth > 24 || in->guard >= 0) return NAN; /* a predicated def may or may not happen */
   const char *op = in->opcode;
@@ -202,6 +219,7 @@ static double eval_insn(const eval_ctx *c, int i, int depth) {
   double a = eval_operand(c, &in->ops[1], i, depth);
   if (op_is(op, "mov") || op_is(op, "cvt") || op_is(op, "cvta")) return a;
   if (op_is(op, "neg")) return -a;
+  if (op_is(op, "not") && strstr(op, ".pred")) return isnan(a) ? NAN : a == 0;
   if (in->n_ops < 3) return NAN;
   double b = eval_operand(c, &in->ops[2], i, depth);
   if (op_is(op, "add")) return a + b;
@@ -219,14 +237,32 @@ static double eval_insn(const eval_ctx *c, int i, int depth) {
     return (double)(op[0] == 'a' ? x & y : op[0] == 'o' ? x | y : x ^ y);
   }
   if (op_is(op, "mad") && in->n_ops == 4) return a * b + eval_operand(c, &in->ops[3], i, depth);
+  if (op_is(op, "setp") && in->n_ops == 3) { /* predicates as 1/0; the q of p|q is the complement */
+    double v = compare(cmp_code(op), a, b);
+    return in->ops[0].n_regs == 2 && in->ops[0].regs[1] == reg && !isnan(v) ? 1 - v : v;
+  }
   return NAN;
+}
+
+static int varies(const eval_ctx *c, int reg) {
+  for (int i = 0; c->forbid && i < c->k->n_insns; i++) {
+    if (!c->forbid[c->g->block_of[i]]) continue;
+    int d[8], nd = ptx_insn_dests(&c->k->insns[i], d, 8);
+    for (int j = 0; j < nd; j++)
+      if (d[j] == reg) return 1;
+  }
+  return 0;
 }
 
 static double eval_reg(const eval_ctx *c, int reg, int before, int depth) {
   if (depth > 24 || reg < 0 || reg >= c->k->n_regnames || --*c->budget < 0) return NAN;
   if (ptx_is_special_reg(c->k->regnames[reg])) return 0.0;
   int d = last_def(c->k, reg, before);
-  return d < 0 ? NAN : eval_insn(c, d, depth + 1);
+  /* A definition earlier in the user's own block always reaches it; otherwise any definition in
+   * a loop around the branch may be the one that reaches it (another iteration or path). */
+  if (c->forbid && !(d >= 0 && before < c->k->n_insns && c->g->block_of[d] == c->g->block_of[before]) && varies(c, reg))
+    return NAN;
+  return d < 0 ? NAN : eval_insn(c, d, reg, depth + 1);
 }
 
 /* ---- loops ---- */
@@ -468,6 +504,58 @@ static ht_status find_loops(const cfg *g, loop **out, int *n_out) {
   return HT_OK;
 }
 
+/* With opts->eval_branches: a conditional branch whose predicate evaluates (constants, parameter
+ * values, thread 0's special registers, nothing that changes in a loop around it) keeps only the
+ * side it takes; blocks no longer reachable from the entry count 0. Returns how many decided. */
+static int decide_branches(const cfg *g, const loop *loops, int nl, eval_ctx *c, char *alive) {
+  int decided = 0;
+  char *forbid = calloc((size_t)g->nb + 1, 1), *live = malloc(2 * (size_t)g->nb + 1);
+  int *stack = malloc(sizeof(int) * ((size_t)g->nb + 1));
+  if (!forbid || !live || !stack) {
+    memset(alive, 1, (size_t)g->nb);
+    free(forbid);
+    free(live);
+    free(stack);
+    return 0;
+  }
+  for (int e = 0; e < 2 * g->nb; e++) live[e] = g->succ[e] >= 0;
+  for (int b = 0; b < g->nb; b++) {
+    const ptx_insn *in = &g->k->insns[g->end[b] - 1];
+    if (!is_branch(in) || in->guard < 0 || strncmp(in->opcode, "brx", 3) == 0) continue;
+    for (int x = 0; x < g->nb; x++) {
+      forbid[x] = 0;
+      for (int l = 0; l < nl; l++) forbid[x] |= loops[l].body[b] && loops[l].body[x];
+    }
+    int budget = EVAL_BUDGET;
+    c->budget = &budget;
+    c->forbid = forbid;
+    double v = eval_reg(c, in->guard, g->end[b] - 1, 0);
+    if (isnan(v)) continue;
+    int taken = (v != 0) != in->guard_neg;
+    live[2 * (size_t)b + (taken ? 0 : 1)] = 0;
+    decided++;
+  }
+  c->forbid = NULL;
+  memset(alive, 0, (size_t)g->nb);
+  int sp = 0;
+  alive[0] = 1;
+  stack[sp++] = 0;
+  while (sp > 0) {
+    int b = stack[--sp];
+    for (int s = 0; s < 2; s++) {
+      int t = g->succ[2 * b + s];
+      if (t >= 0 && live[2 * b + s] && !alive[t]) {
+        alive[t] = 1;
+        stack[sp++] = t;
+      }
+    }
+  }
+  free(forbid);
+  free(live);
+  free(stack);
+  return decided;
+}
+
 ht_status ht_ptx_executed_counts(const ht_ptx_module *m, int kernel, const double *param_values, int n,
                                  const ht_ptx_exec_options *opts, ht_ptx_counts *out, ht_ptx_exec_info *info) {
   const ptx_kernel *k = ptx_entry(m, kernel);
@@ -493,7 +581,7 @@ ht_status ht_ptx_executed_counts(const ht_ptx_module *m, int kernel, const doubl
   if (!st && (!w || !bw)) st = ht_error(HT_ERR_NOMEM, "out of memory");
   if (!st && w && bw) {
     int budget = 0;
-    eval_ctx c = {k, param_values, param_values ? n : 0, &budget};
+    eval_ctx c = {k, param_values, param_values ? n : 0, &budget, &g, NULL};
     for (int b = 0; b < g.nb; b++) bw[b] = 1.0;
     for (int l = 0; l < nl; l++) {
       budget = EVAL_BUDGET;
@@ -506,6 +594,13 @@ ht_status ht_ptx_executed_counts(const ht_ptx_module *m, int kernel, const doubl
       }
       for (int b = 0; b < g.nb; b++)
         if (loops[l].body[b]) bw[b] *= t; /* nested loops multiply */
+    }
+    char *alive = opts && opts->eval_branches ? malloc((size_t)g.nb + 1) : NULL;
+    if (alive) {
+      inf.decided_branches = decide_branches(&g, loops, nl, &c, alive);
+      for (int b = 0; b < g.nb; b++)
+        if (!alive[b]) bw[b] = 0;
+      free(alive);
     }
     for (int i = 0; i < k->n_insns; i++) w[i] = bw[g.block_of[i]];
     ptx_counts_weighted(k, w, out);
