@@ -18,6 +18,7 @@ typedef struct cfg {
   int *block_of;     /* per insn */
   int *succ;         /* 2 per block, -1 = none */
   int *pred_at, *pred; /* predecessors of b: pred[pred_at[b] .. pred_at[b+1]) */
+  int *def_at, *def_pos; /* instructions writing register r, ascending: def_pos[def_at[r] .. def_at[r+1]) */
   uint64_t *dom;     /* nb x words bitsets */
   int words;
   char *reach;
@@ -45,6 +46,8 @@ static void cfg_free(cfg *g) {
   free(g->succ);
   free(g->pred_at);
   free(g->pred);
+  free(g->def_at);
+  free(g->def_pos);
   free(g->dom);
   free(g->reach);
 }
@@ -54,6 +57,26 @@ static int target_block(const cfg *g, const ptx_insn *in) {
   if (in->n_ops < 1 || in->ops[in->n_ops - 1].kind != OP_SYM || !in->ops[in->n_ops - 1].sym) return -1;
   int l = ptx_find_label(g->k, in->ops[in->n_ops - 1].sym);
   return l < 0 ? -1 : g->block_of[g->k->label_pos[l]];
+}
+
+/* Where each register is written, so value look-ups are a binary search, not a scan. */
+static ht_status def_index(cfg *g) {
+  const ptx_kernel *k = g->k;
+  int nr = k->n_regnames, total = 0;
+  g->def_at = calloc((size_t)nr + 2, sizeof(int));
+  if (!g->def_at) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < k->n_insns; i++) {
+    int d[8], nd = ptx_insn_dests(&k->insns[i], d, 8);
+    for (int j = 0; j < nd; j++, total++) g->def_at[d[j] + 2]++;
+  }
+  for (int r = 0; r < nr; r++) g->def_at[r + 2] += g->def_at[r + 1];
+  g->def_pos = malloc(sizeof(int) * ((size_t)total + 1));
+  if (!g->def_pos) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < k->n_insns; i++) {
+    int d[8], nd = ptx_insn_dests(&k->insns[i], d, 8);
+    for (int j = 0; j < nd; j++) g->def_pos[g->def_at[d[j] + 1]++] = i;
+  }
+  return HT_OK;
 }
 
 static ht_status cfg_blocks(cfg *g) {
@@ -98,7 +121,7 @@ static ht_status cfg_blocks(cfg *g) {
   for (int b = 0; b < g->nb; b++) g->pred_at[b + 2] += g->pred_at[b + 1];
   for (int e = 0; e < 2 * g->nb; e++)
     if (g->succ[e] >= 0) g->pred[g->pred_at[g->succ[e] + 1]++] = e / 2;
-  return HT_OK;
+  return def_index(g);
 }
 
 static int dom_has(const cfg *g, int b, int d) { return (int)((g->dom[(size_t)b * (size_t)g->words + (size_t)(d / 64)] >> (d % 64)) & 1); }
@@ -180,13 +203,15 @@ static double compare(int cmp, double a, double b) {
   }
 }
 
-static int last_def(const ptx_kernel *k, int reg, int before) {
-  for (int i = before - 1; i >= 0; i--) {
-    int d[8], nd = ptx_insn_dests(&k->insns[i], d, 8);
-    for (int j = 0; j < nd; j++)
-      if (d[j] == reg) return i;
+/* The last instruction before `before` (in listing order) that writes reg, or -1. */
+static int last_def(const cfg *g, int reg, int before) {
+  int lo = g->def_at[reg], hi = g->def_at[reg + 1]; /* first position >= before in [lo, hi) */
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (g->def_pos[mid] < before) lo = mid + 1;
+    else hi = mid;
   }
-  return -1;
+  return lo > g->def_at[reg] ? g->def_pos[lo - 1] : -1;
 }
 
 static double eval_operand(const eval_ctx *c, const ptx_operand *o, int at, int depth) {
@@ -245,19 +270,15 @@ static double eval_insn(const eval_ctx *c, int i, int reg, int depth) {
 }
 
 static int varies(const eval_ctx *c, int reg) {
-  for (int i = 0; c->forbid && i < c->k->n_insns; i++) {
-    if (!c->forbid[c->g->block_of[i]]) continue;
-    int d[8], nd = ptx_insn_dests(&c->k->insns[i], d, 8);
-    for (int j = 0; j < nd; j++)
-      if (d[j] == reg) return 1;
-  }
+  for (int j = c->g->def_at[reg]; c->forbid && j < c->g->def_at[reg + 1]; j++)
+    if (c->forbid[c->g->block_of[c->g->def_pos[j]]]) return 1;
   return 0;
 }
 
 static double eval_reg(const eval_ctx *c, int reg, int before, int depth) {
   if (depth > 24 || reg < 0 || reg >= c->k->n_regnames || --*c->budget < 0) return NAN;
   if (ptx_is_special_reg(c->k->regnames[reg])) return 0.0;
-  int d = last_def(c->k, reg, before);
+  int d = last_def(c->g, reg, before);
   /* A definition earlier in the user's own block always reaches it; otherwise any definition in
    * a loop around the branch may be the one that reaches it (another iteration or path). */
   if (c->forbid && !(d >= 0 && before < c->k->n_insns && c->g->block_of[d] == c->g->block_of[before]) && varies(c, reg))
@@ -277,15 +298,11 @@ static int in_loop(const cfg *g, const loop *L, int insn) { return L->body[g->bl
 /* Number of defs of reg inside the loop; *where = the last one. */
 static int defs_in_loop(const cfg *g, const loop *L, int reg, int *where) {
   int n = 0;
-  for (int i = 0; i < g->k->n_insns; i++) {
-    if (!in_loop(g, L, i)) continue;
-    int d[8], nd = ptx_insn_dests(&g->k->insns[i], d, 8);
-    for (int j = 0; j < nd; j++)
-      if (d[j] == reg) {
-        n++;
-        *where = i;
-      }
-  }
+  for (int j = g->def_at[reg]; j < g->def_at[reg + 1]; j++)
+    if (in_loop(g, L, g->def_pos[j])) {
+      n++;
+      *where = g->def_pos[j];
+    }
   return n;
 }
 
