@@ -11,5 +11,6 @@
 #include "hetune/measure.h"
 #include "hetune/tune.h"
 #include "hetune/model.h"
+#include "hetune/ptx.h"
 #include "hetune/replay.h"
 #endif
