@@ -102,6 +102,11 @@ int ht_fd_write_all(int fd, const void *data, size_t len);
 /* Reads exactly len bytes from fd before deadline (an ht_now() time): 0, -1 on EOF or error,
  * -2 when the deadline passed. */
 int ht_fd_read_all(int fd, void *data, size_t len, double deadline);
+/* Runs argv[0] (searched in PATH) in dir (NULL: here) with stdin from /dev/null and stdout+stderr
+ * captured into *log (malloc'ed); *exit_code is its exit status, -1 when killed by a signal.
+ * Cannot start it: HT_ERR_NOTFOUND "cannot run 'x': reason". timeout_s > 0: killed after that
+ * long, HT_ERR_TIMEOUT (the log so far is kept). */
+ht_status ht_run_capture(char *const argv[], const char *dir, double timeout_s, char **log, int *exit_code);
 /* mkdir -p */
 ht_status ht_mkdir_p(const char *path);
 /* The compile cache folder: $HETUNE_CACHE_DIR, else $XDG_CACHE_HOME/hetune, else ~/.cache/hetune. */

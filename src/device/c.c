@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <ffi.h>
 #include <gnu/libc-version.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,46 +81,10 @@ static const char *compiler(void) {
   return cc && *cc ? cc : "cc";
 }
 
-/* Runs argv with stdout+stderr captured into *log; *exit_code is the exit status (-1 if it could
- * not run or died from a signal). posix_spawn, not system(): no shell, no quoting problems. */
+/* The compiler, its output captured; a compiler that cannot start is a compile error. */
 static ht_status run_capture(char *const argv[], char **log, int *exit_code) {
-  int fds[2];
-  *log = NULL;
-  *exit_code = -1;
-  if (pipe(fds) != 0) return ht_error(HT_ERR_IO, "pipe: %s", strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawn_file_actions_addclose(&fa, fds[0]);
-  posix_spawn_file_actions_addclose(&fa, fds[1]);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    return ht_error(HT_ERR_COMPILE, "cannot run compiler '%s': %s", argv[0], strerror(rc));
-  }
-  ht_buf b = {0};
-  char chunk[4096];
-  ssize_t n;
-  while ((n = read(fds[0], chunk, sizeof chunk - 1)) != 0) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    chunk[n] = '\0';
-    ht_buf_append(&b, chunk);
-  }
-  close(fds[0]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  *log = b.data;
-  return HT_OK;
+  ht_status st = ht_run_capture(argv, NULL, 0, log, exit_code);
+  return st == HT_ERR_NOTFOUND ? ht_error_prefix(HT_ERR_COMPILE, "compiler: ") : st;
 }
 
 /* ---- probe ---- */

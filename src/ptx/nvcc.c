@@ -3,9 +3,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,56 +39,10 @@ const char *ht_ptx_nvcc_path(void) {
   return is_executable("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : NULL;
 }
 
-/* Runs argv in dir with stdout+stderr captured, killing it after timeout_s. */
+/* nvcc with its output captured, killed after timeout_s; one that cannot start is unsupported. */
 static ht_status run_tool(char *const *argv, const char *dir, char **log, int *exit_code, double timeout_s) {
-  int fds[2];
-  *log = NULL;
-  *exit_code = -1;
-  if (pipe(fds) != 0) return ht_error(HT_ERR_IO, "pipe: %s", strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawn_file_actions_addclose(&fa, fds[0]);
-  posix_spawn_file_actions_addclose(&fa, fds[1]);
-  if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
-  pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    return ht_error(HT_ERR_UNSUPPORTED, "cannot run '%s': %s", argv[0], strerror(rc));
-  }
-  ht_buf b = {0};
-  double deadline = ht_now() + timeout_s;
-  int timed_out = 0;
-  for (;;) {
-    double left = deadline - ht_now();
-    if (left <= 0) {
-      timed_out = 1;
-      kill(pid, SIGKILL);
-      break;
-    }
-    struct pollfd pf = {.fd = fds[0], .events = POLLIN};
-    int pr = poll(&pf, 1, (int)(left * 1000) + 1);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) continue;
-    char chunk[4096];
-    ssize_t n = read(fds[0], chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    ht_buf_append_bytes(&b, chunk, (size_t)n);
-  }
-  close(fds[0]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  *log = b.data ? b.data : ht_strdup("");
-  if (timed_out) return ht_error(HT_ERR_TIMEOUT, "'%s' ran longer than %.0f s", argv[0], timeout_s);
-  *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return HT_OK;
+  ht_status st = ht_run_capture(argv, dir, timeout_s, log, exit_code);
+  return st == HT_ERR_NOTFOUND ? ht_error_prefix(HT_ERR_UNSUPPORTED, "nvcc: ") : st;
 }
 
 /* ---- ptxas -v log ---- */
