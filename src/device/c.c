@@ -15,7 +15,6 @@
 
 #include "device/backend.h"
 
-extern char **environ;
 
 /* Options every kernel is built with; part of the cache key. */
 static const char *const base_flags[] = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"};

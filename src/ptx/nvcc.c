@@ -12,7 +12,6 @@
 
 #include "ptx/ptx_internal.h"
 
-extern char **environ;
 
 #define NVCC_TIMEOUT_S 300.0
 
