@@ -1,0 +1,43 @@
+/* The GEMM generator (reference 004): C = alpha * op(A) * op(B) + beta * C, row-major, FP32 or
+ * FP64, any M, N, K. For a problem and a target it writes a kernel spec (docs/spec.md) whose
+ * parameters and constraints are the schedule's search space, plus the kernel source, so the
+ * runner, the strategies and the store tune it like any other kernel. */
+#ifndef HETUNE_GEMM_H
+#define HETUNE_GEMM_H
+
+#include <stdint.h>
+
+#include "hetune/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ht_gemm_target { HT_GEMM_C = 0, HT_GEMM_OPENCL = 1, HT_GEMM_CUDA = 2 } ht_gemm_target;
+
+typedef struct ht_gemm_problem {
+  int64_t m, n, k;
+  ht_dtype type;        /* HT_DTYPE_F32 or HT_DTYPE_F64 */
+  int trans_a, trans_b; /* 1: A is stored K x M (B: N x K) and used transposed */
+  double alpha, beta;
+} ht_gemm_problem;
+
+/* Fills defaults: FP32, no transposes, alpha 1, beta 0. */
+void ht_gemm_problem_default(ht_gemm_problem *p, int64_t m, int64_t n, int64_t k);
+
+/* Writes the generated spec and source(s) for the target into dir (created if needed) and
+ * returns the spec's path (malloc'ed). The spec's reference is a plain C GEMM, so every variant
+ * the runner measures is verified. Bad problems (sizes < 1, other types) -> HT_ERR_INVALID. */
+ht_status ht_gemm_generate(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
+
+/* The vendor baseline as a spec without parameters: OpenBLAS cblas_?gemm for HT_GEMM_C, cuBLAS
+ * for HT_GEMM_CUDA; HT_ERR_UNSUPPORTED for OpenCL (there the baseline is the naive kernel,
+ * ht_gemm_generate_naive). */
+ht_status ht_gemm_generate_vendor(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
+/* The naive kernel (one thread per C element, no tiling) for the target, as a spec. */
+ht_status ht_gemm_generate_naive(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
