@@ -52,14 +52,14 @@ def check(path):
     suspects = find_suspects(ok, sizes)
     t = [float(r['time_s']) for r in ok]
     name = os.path.basename(path)[:-4]
-    print('%s: %d rows, %d sizes, %d ok, %d failed, time %s .. %s, work ratio %.0fx' % (
+    print('%s: %d rows, %d sizes, %d ok, %d failed, time %s .. %s, size-product ratio %.0fx' % (
         name, len(rows), len(sizes), len(ok), len(rows) - len(ok), fmt(min(t)), fmt(max(t)),
         work(sizes[-1]) / work(sizes[0])))
     print('\n'.join(lines))
     for r in rows:
         if r['status'] != 'ok':
             print('  failed: %s %s %s %s' % (r['problem'], r['config'], r['status'], r['message'][:80]))
-    print('  suspect rows (slower than the same config at a size with more work by > %.1fx): %d' % (
+    print('  suspect rows (> %.1fx slower than a neighbouring size predicts): %d' % (
         SUSPECT_RATIO, len(suspects)))
     if VERBOSE:
         for r in suspects:
@@ -69,25 +69,32 @@ def check(path):
     return not problems
 
 
-SUSPECT_RATIO = 1.5
+SUSPECT_RATIO = 1.4
 VERBOSE = False
 
 
 def find_suspects(ok, sizes):
-    """Rows slower than the same config at a larger problem: on this shared 2-core machine a
-    multi-threaded run whose second thread lost its core to another process waits whole
-    scheduler ticks (4 ms steps), so such rows are measurement artefacts, not the kernel."""
-    rank = {s: i for i, s in enumerate(sizes)}
-    by_cfg = defaultdict(list)
-    for r in ok:
-        by_cfg[r['config']].append(r)
+    """Rows much slower than their neighbouring sizes predict. On this shared 2-core machine a
+    run whose thread lost its core to another process waits whole scheduler ticks (4 ms steps),
+    so its time is an artefact, not the kernel. The prediction from a neighbouring size is the
+    config's time there scaled by the median ratio of all configs between the two sizes; a row
+    is suspect when it is SUSPECT_RATIO times slower than the lower of its (one or two)
+    predictions, i.e. inconsistent with at least one neighbour."""
+    t = {(r['config'], r['problem']): float(r['time_s']) for r in ok}
+    ratio = []
+    for lo, hi in zip(sizes, sizes[1:]):
+        q = sorted(t[c, hi] / t[c, lo] for c, p in t if p == lo and (c, hi) in t)
+        ratio.append(q[len(q) // 2] if q else None)
     out = []
-    for rows in by_cfg.values():
-        rows.sort(key=lambda r: rank[r['problem']])
-        for i, r in enumerate(rows):
-            later = [float(x['time_s']) for x in rows[i + 1:] if work(x['problem']) > work(r['problem'])]
-            if later and float(r['time_s']) > SUSPECT_RATIO * min(later):
-                out.append(r)
+    for r in ok:
+        i, c = sizes.index(r['problem']), r['config']
+        pred = []
+        if i > 0 and (c, sizes[i - 1]) in t and ratio[i - 1]:
+            pred.append(t[c, sizes[i - 1]] * ratio[i - 1])
+        if i + 1 < len(sizes) and (c, sizes[i + 1]) in t and ratio[i]:
+            pred.append(t[c, sizes[i + 1]] / ratio[i])
+        if pred and t[c, r['problem']] > SUSPECT_RATIO * min(pred):
+            out.append(r)
     return out
 
 

@@ -6,8 +6,8 @@
 #
 # usage: data/datasets/record.sh [KERNEL...]   record these kernels (default: all, in the order below)
 #        data/datasets/record.sh retry KERNEL...  delete the suspect rows of these kernels
-#                                              (check.py: slower than the same config at a larger
-#                                              size) from their databases and measure them again
+#                                              (check.py: > 1.4x slower than a neighbouring size
+#                                              predicts) from their databases, measure them again
 #        data/datasets/record.sh noise         label noise: re-measure 20 configs at 2 sizes of
 #                                              3 kernels in separate databases, compare (noise.py)
 # Re-runnable: each kernel has its own database db/<kernel>.db; configs already stored for a size
@@ -107,8 +107,9 @@ noise() {
 }
 
 # Scheduler artefacts: a 2-thread run whose second thread lost its core to another process waits
-# whole scheduler ticks, so its time is a multiple of ~4 ms whatever the size. Such rows show up as
-# slower than the same config at a larger size; they are deleted and measured again (once per call).
+# whole scheduler ticks, so its time is a multiple of ~4 ms whatever the size. Such rows are
+# inconsistent with the same config at the neighbouring sizes (check.py's suspect rule); they are
+# deleted and measured again (once per call; the new measurement is kept whatever it says).
 retry() {
   for k in "$@"; do
     ids=$(python3 "$here/check.py" --ids "$here/$k.csv")
