@@ -23,6 +23,7 @@ static const char *usage =
   "  ptx FILE.cu|FILE.ptx    static PTX features per kernel (instruction classes, dpc, registers)\n"
   "  model kinds|train|eval|show|predict   execution-time models: train, evaluate, inspect\n"
   "  predict SPEC            predicted time of a config (or the fastest configs) from a stored model\n"
+  "  gemm M N K              generate, tune and compare a GEMM (vs OpenBLAS/cuBLAS and naive)\n"
   "\n"
   "Run 'hetune COMMAND --help' for a command's options.\n";
 
@@ -147,7 +148,8 @@ int main(int argc, char **argv) {
   } commands[] = {{"devices", cmd_devices}, {"tune", cmd_tune},     {"best", cmd_best},
                   {"show", cmd_show},       {"export", cmd_export}, {"space", cmd_space},
                   {"replay", cmd_replay},   {"strategy-bench", cmd_strategy_bench},
-                  {"ptx", cmd_ptx},         {"model", cmd_model},   {"predict", cmd_predict}};
+                  {"ptx", cmd_ptx},         {"model", cmd_model},   {"predict", cmd_predict},
+                  {"gemm", cmd_gemm}};
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;

@@ -1,0 +1,279 @@
+/* The CPU GEMM generator: every sampled variant of the schedule (random configs plus the corners of
+ * the space) verified by the runner against the reference on shapes that are multiples of no
+ * tile, both transposes, FP64, alpha/beta; the OpenBLAS and naive baselines; bad problems; the
+ * `hetune gemm` command and its reuse of stored tuning. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hetune/gemm.h"
+#include "hetune/measure.h"
+#include "hetune/spec.h"
+
+static char root[512];
+
+static char *out_dir(const char *name) {
+  char *d = ht_strfmt("%s/%s", root, name);
+  assert_non_null(d);
+  return d;
+}
+
+static ht_gemm_problem problem(int64_t m, int64_t n, int64_t k, ht_dtype t, int ta, int tb, double alpha, double beta) {
+  ht_gemm_problem p;
+  ht_gemm_problem_default(&p, m, n, k);
+  p.type = t;
+  p.trans_a = ta;
+  p.trans_b = tb;
+  p.alpha = alpha;
+  p.beta = beta;
+  return p;
+}
+
+static ht_runner *runner_for(const char *spec_path, ht_spec **spec) {
+  if (ht_spec_load(spec_path, spec)) fail_msg("%s", ht_last_error());
+  ht_runner_options o;
+  ht_runner_options_default(&o);
+  o.min_runs = 2;
+  o.max_runs = 2;
+  o.max_time_s = 0.05;
+  ht_runner *r;
+  if (ht_runner_create(*spec, "c", &o, &r)) fail_msg("%s: %s", spec_path, ht_last_error());
+  return r;
+}
+
+static void expect_ok(ht_runner *r, ht_space *space, const ht_config *c, const char *what) {
+  ht_result res;
+  if (ht_runner_evaluate(r, c, &res)) fail_msg("%s: %s", what, ht_last_error());
+  char cfg[512];
+  ht_config_format(space, c, cfg, sizeof cfg);
+  if (res.status != HT_EVAL_OK)
+    fail_msg("%s, config %s: %s: %s", what, cfg, ht_eval_status_name(res.status), res.message);
+  assert_true(res.time_s > 0);
+}
+
+/* The valid config with every parameter at its first (first = 1) or last valid value, found by
+ * scanning the enumeration for the lexicographic extreme. */
+static int pick_extreme(const ht_config *c, void *ctx) {
+  ht_config *best = ctx;
+  if (best->n == 0) {
+    *best = *c;
+    return 0;
+  }
+  for (int i = 0; i < c->n; i++) {
+    if (c->idx[i] == best->idx[i]) continue;
+    if (c->idx[i] > best->idx[i]) *best = *c; /* keep the lexicographically largest */
+    break;
+  }
+  return 0;
+}
+
+/* Samples n random configs and the corners of the generated space for p and checks each variant
+ * on the problem sizes of p and of the other shapes (runtime sizes: same binaries). */
+static void check_variants(const ht_gemm_problem *p, const char *name, int n_random, const int64_t (*shapes)[3],
+                           int n_shapes) {
+  char *dir = out_dir(name), *path;
+  if (ht_gemm_generate(p, HT_GEMM_C, dir, &path)) fail_msg("%s", ht_last_error());
+  ht_spec *spec;
+  ht_runner *r = runner_for(path, &spec);
+  ht_space *space;
+  if (ht_spec_build_space(spec, ht_runner_device(r), &space)) fail_msg("%s", ht_last_error());
+  uint64_t count;
+  assert_int_equal(ht_space_count(space, &count), HT_OK);
+  assert_true(count >= 200 && count <= 10000); /* a few hundred to a few thousand */
+  ht_config cfgs[64];
+  int got = 0;
+  ht_rng rng;
+  ht_rng_seed(&rng, 42);
+  assert_int_equal(ht_space_sample(space, &rng, n_random, cfgs, &got), HT_OK);
+  assert_int_equal(got, n_random);
+  assert_int_equal(ht_space_get(space, 0, &cfgs[got++]), HT_OK);         /* smallest values */
+  assert_int_equal(ht_space_get(space, count - 1, &cfgs[got++]), HT_OK); /* largest */
+  ht_config last = {0};
+  assert_int_equal(ht_space_enumerate(space, pick_extreme, &last), HT_OK);
+  cfgs[got++] = last;
+  for (int s = -1; s < n_shapes; s++) {
+    ht_runner *rs = r;
+    ht_spec *ss = spec;
+    if (s >= 0) { /* the same spec at another size */
+      char size[64];
+      for (int d = 0; d < 3; d++) {
+        snprintf(size, sizeof size, "%c=%lld", "MNK"[d], (long long)shapes[s][d]);
+        assert_int_equal(ht_spec_set_size(spec, size), HT_OK);
+      }
+      ht_runner_options o;
+      ht_runner_options_default(&o);
+      o.min_runs = 2;
+      o.max_runs = 2;
+      o.max_time_s = 0.05;
+      if (ht_runner_create(spec, "c", &o, &rs)) fail_msg("%s", ht_last_error());
+    }
+    char what[128];
+    snprintf(what, sizeof what, "%s at %s", name, s < 0 ? "its size" : "another size");
+    for (int i = 0; i < got; i++) expect_ok(rs, space, &cfgs[i], what);
+    if (rs != r) ht_runner_destroy(rs);
+    (void)ss;
+  }
+  ht_space_destroy(space);
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+  free(path);
+  free(dir);
+}
+
+static const int64_t odd_shapes[][3] = {{129, 1, 7}, {1, 1, 1}, {37, 50, 147}};
+
+static void test_f32_nn_random_variants(void **state) {
+  (void)state;
+  ht_gemm_problem p = problem(67, 45, 33, HT_DTYPE_F32, 0, 0, 1.5, -0.5);
+  check_variants(&p, "f32_nn", 30, odd_shapes, 3);
+}
+
+static void test_f32_transposes(void **state) {
+  (void)state;
+  ht_gemm_problem p = problem(67, 45, 147, HT_DTYPE_F32, 1, 1, -0.75, 0.25);
+  check_variants(&p, "f32_tt", 8, odd_shapes, 1);
+  p = problem(45, 67, 33, HT_DTYPE_F32, 1, 0, 1.0, 0.0);
+  check_variants(&p, "f32_tn", 8, NULL, 0);
+}
+
+static void test_f64(void **state) {
+  (void)state;
+  ht_gemm_problem p = problem(67, 45, 147, HT_DTYPE_F64, 0, 1, 2.0, 1.0);
+  check_variants(&p, "f64_nt", 10, odd_shapes, 1);
+}
+
+/* A larger odd shape, one config: several MC/KC/NC blocks and partial tiles in all three. */
+static void test_blocks_and_edges(void **state) {
+  (void)state;
+  ht_gemm_problem p = problem(1023, 517, 129, HT_DTYPE_F32, 0, 0, 1.0, 0.5);
+  char *dir = out_dir("blocks"), *path;
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_OK);
+  ht_spec *spec;
+  ht_runner *r = runner_for(path, &spec);
+  ht_space *space;
+  assert_int_equal(ht_spec_build_space(spec, ht_runner_device(r), &space), HT_OK);
+  static const char *const cfgs[] = {"MR=14,NV=2,MC=168,KC=128,NC=768,KU=4,PAR=0,NTHREADS=2",
+                                     "MR=6,NV=4,MC=48,KC=128,NC=768,KU=1,PAR=1,NTHREADS=2",
+                                     "MR=24,NV=1,MC=48,KC=128,NC=768,KU=4,PAR=1,NTHREADS=1"};
+  for (int i = 0; i < 3; i++) {
+    ht_config c;
+    if (ht_config_parse(space, cfgs[i], &c)) fail_msg("%s: %s", cfgs[i], ht_last_error());
+    if (ht_space_is_valid(space, &c)) expect_ok(r, space, &c, cfgs[i]);
+  }
+  ht_space_destroy(space);
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+  free(path);
+  free(dir);
+}
+
+/* OpenBLAS and the naive kernel verify too: same arguments, same reference. */
+static void test_baselines(void **state) {
+  (void)state;
+  for (int t = 0; t < 2; t++) {
+    ht_gemm_problem p = problem(67, 45, 33, t ? HT_DTYPE_F64 : HT_DTYPE_F32, t, !t, 1.5, -0.5);
+    char *dir = out_dir(t ? "base64" : "base32"), *path;
+    for (int which = 0; which < 2; which++) {
+      ht_status st = which ? ht_gemm_generate_naive(&p, HT_GEMM_C, dir, &path)
+                           : ht_gemm_generate_vendor(&p, HT_GEMM_C, dir, &path);
+      if (st) fail_msg("%s", ht_last_error());
+      ht_spec *spec;
+      ht_runner *r = runner_for(path, &spec);
+      ht_space *space;
+      assert_int_equal(ht_spec_build_space(spec, ht_runner_device(r), &space), HT_OK);
+      ht_config c;
+      assert_int_equal(ht_space_get(space, 0, &c), HT_OK);
+      expect_ok(r, space, &c, path);
+      ht_space_destroy(space);
+      ht_runner_destroy(r);
+      ht_spec_destroy(spec);
+      free(path);
+    }
+    free(dir);
+  }
+}
+
+static void test_bad_problems(void **state) {
+  (void)state;
+  char *dir = out_dir("bad"), *path = (char *)1;
+  ht_gemm_problem p = problem(0, 4, 4, HT_DTYPE_F32, 0, 0, 1, 0);
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  assert_null(path);
+  assert_non_null(strstr(ht_last_error(), "0 x 4 x 4"));
+  p = problem(4, -3, 4, HT_DTYPE_F32, 0, 0, 1, 0);
+  assert_int_equal(ht_gemm_generate_vendor(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  p = problem(100000, 100000, 4, HT_DTYPE_F32, 0, 0, 1, 0); /* C has 1e10 elements: int overflow */
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  p = problem(4, 4, 4, HT_DTYPE_I32, 0, 0, 1, 0);
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "int32"));
+  p = problem(4, 4, 4, HT_DTYPE_F32, 2, 0, 1, 0);
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  p = problem(4, 4, 4, HT_DTYPE_F32, 0, 0, NAN, 0);
+  assert_int_equal(ht_gemm_generate_naive(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  p = problem(4, 4, 4, HT_DTYPE_F32, 0, 0, 1, 0);
+  assert_int_equal(ht_gemm_generate(&p, (ht_gemm_target)7, dir, &path), HT_ERR_INVALID);
+  assert_int_equal(ht_gemm_generate(NULL, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, NULL, &path), HT_ERR_INVALID);
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, NULL), HT_ERR_INVALID);
+  assert_int_equal(ht_gemm_generate_vendor(&p, HT_GEMM_OPENCL, dir, &path), HT_ERR_UNSUPPORTED);
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, "/proc/no/such/dir", &path), HT_ERR_IO);
+  free(dir);
+}
+
+/* Runs the CLI; returns its exit status and its stdout in out. */
+static int cli(const char *args, char *out, size_t len) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", HT_CLI, args);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  size_t n = fread(out, 1, len - 1, f);
+  out[n] = 0;
+  int rc = pclose(f);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void test_cli_gemm_and_reuse(void **state) {
+  (void)state;
+  char out[8192], args[2048];
+  snprintf(args, sizeof args, "gemm 45 37 147 --budget 4 --strategy random --db '%s/cli.db' --out '%s/cli' --quiet",
+           root, root);
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  assert_non_null(strstr(out, "tuned:"));
+  assert_non_null(strstr(out, "GFLOP/s"));
+  assert_non_null(strstr(out, "openblas:"));
+  assert_non_null(strstr(out, "naive:"));
+  assert_non_null(strstr(out, "4 configs evaluated (4 measured, 0 stored), 0 failed"));
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  assert_non_null(strstr(out, "4 configs evaluated (0 measured, 4 stored), 0 failed")); /* reused */
+  assert_int_equal(cli("gemm 0 4 4", out, sizeof out), 2);
+  assert_non_null(strstr(out, "M 0"));
+  assert_int_equal(cli("gemm 4 4", out, sizeof out), 2);
+  assert_int_equal(cli("gemm 4 4 4 --device fpga", out, sizeof out), 2);
+  assert_non_null(strstr(out, "--device fpga"));
+  assert_int_equal(cli("gemm 4 4 4 --type f16", out, sizeof out), 2);
+}
+
+int main(void) {
+  snprintf(root, sizeof root, "%s/test-gemm-%d", HT_BINARY_DIR, (int)getpid());
+  if (ht_mkdir_p(root)) return 1;
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_bad_problems),           cmocka_unit_test(test_baselines),
+    cmocka_unit_test(test_blocks_and_edges),       cmocka_unit_test(test_f32_nn_random_variants),
+    cmocka_unit_test(test_f32_transposes),         cmocka_unit_test(test_f64),
+    cmocka_unit_test(test_cli_gemm_and_reuse),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  if (system(cmd)) rc = rc ? rc : 1;
+  return rc;
+}
