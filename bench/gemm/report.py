@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Turns bench/gemm/results_cpu.tsv (run_cpu.sh) into results_cpu.md and results_cpu.svg:
+per-shape GFLOP/s of the tuned kernel, OpenBLAS and the naive kernel, and the ResNet50-v1.5 total
+time weighted by each GEMM's uses (the thesis's Table 4.4).
+
+    bench/gemm/report.py [results_cpu.tsv] [--notes FILE]
+"""
+import math
+import os
+import sys
+
+
+def load(path):
+    head, rows = [], []
+    with open(path) as f:
+        cols = None
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("#"):
+                head.append(line[1:].strip())
+            elif cols is None:
+                cols = line.split("\t")
+            elif line:
+                rows.append(dict(zip(cols, line.split("\t"))))
+    for r in rows:
+        for c in ("uses", "m", "n", "k"):
+            r[c] = int(r[c])
+        for c in ("tuned_gflops", "openblas_gflops", "naive_gflops", "tune_s"):
+            v = float(r[c])
+            r[c] = v if math.isfinite(v) and v > 0 else None
+    return head, rows
+
+
+def fmt(v, d=1):
+    return "-" if v is None else f"{v:.{d}f}"
+
+
+def ratio(a, b):
+    return None if a is None or b is None else a / b
+
+
+def table(rows, title):
+    out = [f"### {title}", "",
+           "| shape | m x n x k | tuned GFLOP/s | OpenBLAS GFLOP/s | naive GFLOP/s | tuned / OpenBLAS | tuning s | best config |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['group']} {r['id']} | {r['m']} x {r['n']} x {r['k']} | {fmt(r['tuned_gflops'])} | "
+                   f"{fmt(r['openblas_gflops'])} | {fmt(r['naive_gflops'], 2)} | "
+                   f"{fmt(ratio(r['tuned_gflops'], r['openblas_gflops']), 2)} | {fmt(r['tune_s'], 0)} | `{r['best']}` |")
+    return out + [""]
+
+
+def weighted(rows, col):
+    total = 0.0
+    for r in rows:
+        if r[col] is None:
+            return None
+        total += r["uses"] * 2.0 * r["m"] * r["n"] * r["k"] / (r[col] * 1e9)
+    return total
+
+
+def svg(rows, path):
+    w, h, left, top, bottom = 60 + 34 * len(rows), 340, 50, 30, 70
+    peak = max([r[c] or 0 for r in rows for c in ("tuned_gflops", "openblas_gflops")] + [1])
+    scale = (h - top - bottom) / peak
+    s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="10">',
+         f'<text x="{left}" y="16" font-size="12">GEMM GFLOP/s: tuned (blue) vs OpenBLAS (orange)</text>']
+    for g in range(0, int(peak) + 1, max(1, int(peak / 5 / 10 + 1) * 10)):
+        y = h - bottom - g * scale
+        s.append(f'<line x1="{left}" x2="{w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+                 f'<text x="{left - 4}" y="{y + 3:.1f}" text-anchor="end">{g}</text>')
+    for i, r in enumerate(rows):
+        x = left + 6 + 34 * i
+        for j, (c, col) in enumerate((("tuned_gflops", "#1f77b4"), ("openblas_gflops", "#ff7f0e"))):
+            v = r[c] or 0
+            s.append(f'<rect x="{x + 13 * j}" y="{h - bottom - v * scale:.1f}" width="12" height="{v * scale:.1f}" fill="{col}"/>')
+        label = f"{r['group'][0]}{r['id']}"
+        s.append(f'<text transform="translate({x + 14},{h - bottom + 8}) rotate(60)">{label}</text>')
+    s.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(s) + "\n")
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = args[0] if args else os.path.join(here, "results_cpu.tsv")
+    notes = None
+    if "--notes" in sys.argv:
+        notes = open(sys.argv[sys.argv.index("--notes") + 1]).read()
+    head, rows = load(path)
+    base = os.path.splitext(path)[0]
+    md = ["# CPU GEMM benchmark: hetune's tuned kernel vs OpenBLAS vs naive", ""]
+    md += [f"- {h}" for h in head] + [""]
+    if notes:
+        md += [notes.rstrip(), ""]
+    for group, title in (("square", "Square"), ("rect", "Rectangular (thesis shapes, sides scaled)"),
+                         ("resnet", "ResNet50-v1.5 GEMMs (m scaled)")):
+        sel = [r for r in rows if r["group"] == group]
+        if sel:
+            md += table(sel, title)
+    res = [r for r in rows if r["group"] == "resnet"]
+    if res:
+        t, o, n = (weighted(res, c) for c in ("tuned_gflops", "openblas_gflops", "naive_gflops"))
+        md += ["### Weighted total time over the ResNet50 GEMMs (Table 4.4 style, uses x time per call)", "",
+               "| | OpenBLAS | tuned (hetune) | naive |", "|---|---|---|---|",
+               f"| total s ({len(res)} shapes, {sum(r['uses'] for r in res)} calls) | {fmt(o, 4)} | {fmt(t, 4)} | {fmt(n, 4)} |",
+               ""]
+        if t and o:
+            md += [f"Tuned / OpenBLAS total time: {t / o:.3f} ({'faster' if t < o else 'slower'} than OpenBLAS by "
+                   f"{abs(1 - t / o) * 100:.1f}%).", ""]
+        tot = sum(r["tune_s"] or 0 for r in rows)
+        md += [f"Tuning time, all shapes: {tot:.0f} s.", ""]
+    svg(rows, base + ".svg")
+    md += [f"![GFLOP/s per shape]({os.path.basename(base)}.svg)", ""]
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(md))
+    print("wrote", base + ".md", "and", base + ".svg")
+
+
+if __name__ == "__main__":
+    main()
