@@ -254,6 +254,12 @@ static void test_cli_gemm_and_reuse(void **state) {
   assert_non_null(strstr(out, "4 configs evaluated (4 measured, 0 stored), 0 failed"));
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, "4 configs evaluated (0 measured, 4 stored), 0 failed")); /* reused */
+  assert_null(strstr(out, "warm start")); /* no other size stored yet */
+  /* Another size: the best config of 45 x 37 x 147 is measured too (warm start). */
+  snprintf(args, sizeof args, "gemm 50 37 147 --budget 2 --strategy random --db '%s/cli.db' --out '%s/cli2' --quiet",
+           root, root);
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  assert_non_null(strstr(out, "(warm start: 1 stored best config of the nearest other sizes"));
   assert_int_equal(cli("gemm 0 4 4", out, sizeof out), 2);
   assert_non_null(strstr(out, "M 0"));
   assert_int_equal(cli("gemm 4 4", out, sizeof out), 2);

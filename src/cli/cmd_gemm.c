@@ -34,6 +34,8 @@ static const char *help =
   "  --no-vendor     do not measure the vendor library\n"
   "  --naive         measure the naive kernel even when 2*M*N*K > 1e10 (slow)\n"
   "  --no-naive      do not measure the naive kernel\n"
+  "  --no-warm       no warm start (by default the best stored configs of the nearest other sizes\n"
+  "                  of the same kernel are measured too, after the search)\n"
   "  --tsv           end with one tab-separated line: m n k tuned vendor naive GFLOP/s, tuning s, best\n"
   "  --quiet         no progress output\n";
 
@@ -51,7 +53,7 @@ typedef struct gemm_cli {
   ht_gemm_problem p;
   ht_gemm_target target;
   const char *device, *db, *out;
-  int quiet, tsv, vendor, naive;
+  int quiet, tsv, vendor, naive, warm;
   ht_tune_options to;
 } gemm_cli;
 
@@ -149,6 +151,128 @@ static double gflops(const gemm_cli *g, const ht_tune_summary *s) {
   return 2.0 * (double)g->p.m * (double)g->p.n * (double)g->p.k / s->best.time_s / 1e9;
 }
 
+/* ---- warm start: the best stored configs of this kernel at other sizes ---- */
+
+enum { MAX_SEEDS = 4, MAX_SEED_PROBLEMS = 256 };
+
+typedef struct seed_problem {
+  char problem[128], key[1024];
+  double time_s, dist;
+} seed_problem;
+
+typedef struct seed_ctx {
+  const ht_spec *spec;
+  char problem[512];
+  double lm, ln, lk;
+  seed_problem p[MAX_SEED_PROBLEMS];
+  int n;
+} seed_ctx;
+
+/* Distance between shapes: sum of |log ratio| of the three sides. */
+static double shape_dist(const seed_ctx *c, const char *problem) {
+  double v[3] = {0, 0, 0};
+  const char *s = problem;
+  while (*s) {
+    char name;
+    double x;
+    if (sscanf(s, "%c=%lf", &name, &x) == 2 && x > 0) v[name == 'M' ? 0 : name == 'N' ? 1 : 2] = log(x);
+    const char *comma = strchr(s, ',');
+    if (!comma) break;
+    s = comma + 1;
+  }
+  return fabs(v[0] - c->lm) + fabs(v[1] - c->ln) + fabs(v[2] - c->lk);
+}
+
+static int seed_visit(const ht_eval_record *r, void *ctx) {
+  seed_ctx *c = ctx;
+  if (strcmp(r->source_hash, c->spec->source_hash) != 0 || strcmp(r->problem, c->problem) == 0) return 0;
+  if (r->result.status != HT_EVAL_OK || !(r->result.time_s > 0) || strlen(r->config_key) >= sizeof c->p[0].key) return 0;
+  int i = 0;
+  while (i < c->n && strcmp(c->p[i].problem, r->problem) != 0) i++;
+  if (i == c->n) {
+    if (c->n == MAX_SEED_PROBLEMS || strlen(r->problem) >= sizeof c->p[0].problem) return 0;
+    snprintf(c->p[c->n].problem, sizeof c->p[0].problem, "%s", r->problem);
+    c->p[c->n].time_s = INFINITY;
+    c->p[c->n++].dist = shape_dist(c, r->problem);
+  }
+  if (r->result.time_s < c->p[i].time_s) {
+    c->p[i].time_s = r->result.time_s;
+    snprintf(c->p[i].key, sizeof c->p[i].key, "%s", r->config_key);
+  }
+  return 0;
+}
+
+static int by_dist(const void *a, const void *b) {
+  double x = ((const seed_problem *)a)->dist, y = ((const seed_problem *)b)->dist;
+  return x < y ? -1 : x > y;
+}
+
+/* "MR=14,NV=2" -> "(MR == 14 && NV == 2)" appended to b. */
+static void key_to_constraint(ht_buf *b, const char *key) {
+  ht_buf_append(b, "(");
+  for (const char *s = key; *s; s++) {
+    if (*s == ',') ht_buf_append(b, " && ");
+    else if (*s == '=') ht_buf_append(b, " == ");
+    else ht_buf_append_bytes(b, s, 1);
+  }
+  ht_buf_append(b, ")");
+}
+
+/* The constraint admitting only the best configs of the nearest other sizes, or NULL. */
+static char *seed_constraint(ht_store *st, const ht_spec *spec, const ht_gemm_problem *p, int *n_seeds) {
+  seed_ctx *c = calloc(1, sizeof *c);
+  *n_seeds = 0;
+  if (!c) return NULL;
+  c->spec = spec;
+  c->lm = log((double)p->m), c->ln = log((double)p->n), c->lk = log((double)p->k);
+  ht_spec_problem_key(spec, c->problem, sizeof c->problem);
+  ht_eval_filter f = {.kernel_name = spec->name, .only_ok = 1};
+  if (ht_store_each_eval(st, &f, seed_visit, c)) ht_error_clear();
+  qsort(c->p, (size_t)c->n, sizeof c->p[0], by_dist);
+  ht_buf b = {0};
+  for (int i = 0; i < c->n && *n_seeds < MAX_SEEDS; i++) {
+    int dup = 0;
+    for (int j = 0; j < i; j++) dup |= strcmp(c->p[j].key, c->p[i].key) == 0;
+    if (dup) continue;
+    if (*n_seeds) ht_buf_append(&b, " || ");
+    key_to_constraint(&b, c->p[i].key);
+    ++*n_seeds;
+  }
+  free(c);
+  if (b.failed || !*n_seeds) {
+    ht_buf_free(&b);
+    *n_seeds = 0;
+    return NULL;
+  }
+  return b.data;
+}
+
+/* Measures the seeds (a brute-force session on the spec restricted to them): they are stored as
+ * evaluations of this problem like any other, so the report's best may come from them. */
+static ht_status warm_start(const gemm_cli *g, const char *spec_path, ht_store *st, const ht_runner_options *ro,
+                            ht_tune_summary *sum, int *n_seeds) {
+  ht_spec *spec;
+  *n_seeds = 0;
+  ht_status s = ht_spec_load(spec_path, &spec);
+  if (s) return s;
+  char *cons = seed_constraint(st, spec, &g->p, n_seeds);
+  char **grown = cons ? realloc(spec->constraints, sizeof(char *) * (size_t)(spec->n_constraints + 1)) : NULL;
+  if (grown) {
+    spec->constraints = grown;
+    spec->constraints[spec->n_constraints++] = cons;
+    ht_tune_options o;
+    ht_tune_options_default(&o);
+    o.strategy = "brute_force";
+    o.stop = &stop_requested;
+    s = ht_tune(spec, g->device, st, &o, ro, sum);
+  } else {
+    free(cons);
+    *n_seeds = 0;
+  }
+  ht_spec_destroy(spec);
+  return s;
+}
+
 static void print_line(const char *label, const gemm_cli *g, const ht_tune_summary *s, const char *note) {
   if (note) {
     printf("  %-9s %s\n", label, note);
@@ -164,10 +288,26 @@ static void print_line(const char *label, const gemm_cli *g, const ht_tune_summa
 }
 
 typedef struct gemm_runs {
-  ht_tune_summary tuned, vendor, naive;
+  ht_tune_summary tuned, vendor, naive, warm;
+  int n_seeds;
   const char *vendor_note, *naive_note;
   char *spec_path;
 } gemm_runs;
+
+/* The seeds count as tuning: their time and evaluations are added, and the best of both wins. */
+static void merge_warm(gemm_runs *r) {
+  if (!r->n_seeds) return;
+  ht_tune_summary *t = &r->tuned, *w = &r->warm;
+  t->elapsed_s += w->elapsed_s;
+  t->measured += w->measured;
+  t->reused += w->reused;
+  t->failures += w->failures;
+  if (w->found && (!t->found || w->best.time_s < t->best.time_s)) {
+    t->found = 1;
+    t->best = w->best;
+    memcpy(t->best_config, w->best_config, sizeof t->best_config);
+  }
+}
 
 static void print_report(const gemm_cli *g, const gemm_runs *r) {
   const ht_gemm_problem *p = &g->p;
@@ -176,6 +316,11 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
          p->alpha, p->beta, r->tuned.device.id, r->tuned.device.name);
   printf("  spec:     %s\n", r->spec_path);
   print_line("tuned:", g, &r->tuned, NULL);
+  if (r->n_seeds)
+    printf("  (warm start: %d stored best config%s of the nearest other sizes, best %.3f ms%s)\n", r->n_seeds,
+           r->n_seeds > 1 ? "s" : "",
+           r->warm.found ? r->warm.best.time_s * 1e3 : NAN,
+           r->warm.found && r->warm.best.time_s <= r->tuned.best.time_s ? ", kept" : "");
   print_line(g->target == HT_GEMM_CUDA ? "cublas:" : "openblas:", g, &r->vendor, r->vendor_note);
   print_line("naive:", g, &r->naive, r->naive_note);
   printf("  tuning:   %.1f s, %lld configs evaluated (%lld measured, %lld stored), %lld failed, of %llu valid%s\n",
@@ -195,6 +340,8 @@ static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
   ht_runner_options ro;
   ht_runner_options_default(&ro);
   if (tune_one(g, ht_gemm_generate, "tuning", &g->to, &ro, st, &r->tuned, &r->spec_path)) return cli_fail("gemm");
+  if (g->warm && warm_start(g, r->spec_path, st, &ro, &r->warm, &r->n_seeds)) return cli_fail("gemm: warm start");
+  merge_warm(r);
   /* Baselines: every config of their (tiny) spaces, so OpenBLAS gets its best thread count. */
   ht_tune_options bo;
   ht_tune_options_default(&bo);
@@ -220,10 +367,11 @@ static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
 }
 
 int cmd_gemm(int argc, char **argv) {
-  static const char *const flags[] = {"trans-a", "trans-b", "no-vendor", "naive", "no-naive", "tsv", "quiet", NULL};
+  static const char *const flags[] = {"trans-a", "trans-b", "no-vendor", "naive", "no-naive", "no-warm", "tsv", "quiet",
+                                      NULL};
   static const char *const known[] = {"device", "type",      "trans-a", "trans-b", "alpha",    "beta", "strategy",
                                       "options", "budget",   "time",    "seed",    "db",       "out",  "no-vendor",
-                                      "naive",   "no-naive", "tsv",     "quiet",   NULL};
+                                      "naive",   "no-naive", "tsv",     "quiet",   "no-warm", NULL};
   if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
   cli_args a;
   gemm_cli g = {0};
@@ -235,6 +383,7 @@ int cmd_gemm(int argc, char **argv) {
   g.quiet = cli_has(&a, "quiet");
   g.tsv = cli_has(&a, "tsv");
   g.vendor = !cli_has(&a, "no-vendor");
+  g.warm = !cli_has(&a, "no-warm");
   double flops = 2.0 * (double)g.p.m * (double)g.p.n * (double)g.p.k;
   g.naive = cli_has(&a, "no-naive") ? 0 : cli_has(&a, "naive") || flops <= NAIVE_MAX_FLOPS ? 1 : -1;
   g.db = cli_db_path(&a);
