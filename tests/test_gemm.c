@@ -160,14 +160,19 @@ static void test_blocks_and_edges(void **state) {
   ht_runner *r = runner_for(path, &spec);
   ht_space *space;
   assert_int_equal(ht_spec_build_space(spec, ht_runner_device(r), &space), HT_OK);
-  static const char *const cfgs[] = {"MR=14,NV=2,MC=168,KC=128,NC=768,KU=4,PAR=0,NTHREADS=2",
-                                     "MR=6,NV=4,MC=48,KC=128,NC=768,KU=1,PAR=1,NTHREADS=2",
-                                     "MR=24,NV=1,MC=48,KC=128,NC=768,KU=4,PAR=1,NTHREADS=1"};
-  for (int i = 0; i < 3; i++) {
+  static const char *const cfgs[] = {"MR=14,NV=2,MC=168,KC=128,NC=768,KU=4,PAR=0,PACKA=1,NTHREADS=2",
+                                     "MR=6,NV=4,MC=48,KC=128,NC=768,KU=1,PAR=1,PACKA=0,NTHREADS=2",
+                                     "MR=24,NV=1,MC=48,KC=128,NC=768,KU=4,PAR=1,PACKA=1,NTHREADS=1",
+                                     "MR=12,NV=2,MC=336,KC=256,NC=768,KU=1,PAR=0,PACKA=0,NTHREADS=2"};
+  int checked = 0;
+  for (int i = 0; i < 4; i++) {
     ht_config c;
     if (ht_config_parse(space, cfgs[i], &c)) fail_msg("%s: %s", cfgs[i], ht_last_error());
-    if (ht_space_is_valid(space, &c)) expect_ok(r, space, &c, cfgs[i]);
+    if (!ht_space_is_valid(space, &c)) continue; /* another machine's caches or registers */
+    expect_ok(r, space, &c, cfgs[i]);
+    checked++;
   }
+  assert_true(checked >= 1);
   ht_space_destroy(space);
   ht_runner_destroy(r);
   ht_spec_destroy(spec);
