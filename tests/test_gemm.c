@@ -101,7 +101,6 @@ static void check_variants(const ht_gemm_problem *p, const char *name, int n_ran
   cfgs[got++] = last;
   for (int s = -1; s < n_shapes; s++) {
     ht_runner *rs = r;
-    ht_spec *ss = spec;
     if (s >= 0) { /* the same spec at another size */
       char size[64];
       for (int d = 0; d < 3; d++) {
@@ -119,7 +118,6 @@ static void check_variants(const ht_gemm_problem *p, const char *name, int n_ran
     snprintf(what, sizeof what, "%s at %s", name, s < 0 ? "its size" : "another size");
     for (int i = 0; i < got; i++) expect_ok(rs, space, &cfgs[i], what);
     if (rs != r) ht_runner_destroy(rs);
-    (void)ss;
   }
   ht_space_destroy(space);
   ht_runner_destroy(r);

@@ -348,11 +348,12 @@ static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
   bo.strategy = "brute_force";
   bo.stop = &stop_requested;
   char *path = NULL;
-  ht_status s = HT_OK;
-  if (!g->vendor) r->vendor_note = "skipped (--no-vendor)";
-  else if ((s = tune_one(g, ht_gemm_generate_vendor, "vendor", &bo, &ro, st, &r->vendor, &path))) {
-    if (s != HT_ERR_UNSUPPORTED) return free(path), cli_fail("gemm: vendor baseline");
-    r->vendor_note = "none for this device";
+  if (!g->vendor) {
+    r->vendor_note = "skipped (--no-vendor)";
+  } else {
+    ht_status s = tune_one(g, ht_gemm_generate_vendor, "vendor", &bo, &ro, st, &r->vendor, &path);
+    if (s && s != HT_ERR_UNSUPPORTED) return free(path), cli_fail("gemm: vendor baseline");
+    if (s) r->vendor_note = "none for this device";
   }
   free(path);
   path = NULL;
