@@ -15,4 +15,21 @@ ht_status gemm_naive(const ht_gemm_problem *p, ht_gemm_target t, const char *dir
 ht_status gemm_naive_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path);
 ht_status gemm_naive_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path);
 
+/* Shared by the GPU generators (defined in gemm_opencl.c). */
+#define GEMM_GPU_REF_SOURCE "gemm_ref_gpu.c"
+/* Sizes >= 1 and 32-bit, float or double, finite alpha/beta, non-NULL arguments. */
+ht_status gemm_gpu_check(const ht_gemm_problem *p, const char *dir, char **spec_path);
+int gemm_gpu_wide_index(const ht_gemm_problem *p); /* 1: some matrix has more than INT32_MAX elements */
+const char *gemm_gpu_real(const ht_gemm_problem *p); /* "float" or "double" */
+/* Writes text to dir/name (atomically); *path_out (malloc'ed) gets the path when not NULL. */
+ht_status gemm_gpu_write(const char *dir, const char *name, const ht_buf *text, char **path_out);
+/* dir/GEMM_GPU_REF_SOURCE: gemm_ref(C, A, B, alpha, beta, m, n, k) in plain C (double accumulation). */
+ht_status gemm_gpu_write_reference(const ht_gemm_problem *p, const char *dir);
+/* The spec's head (name_<f32|f64>_<n|t><n|t> .. arguments) and tail (reference, work, metrics, closing brace). */
+void gemm_gpu_spec_begin(ht_buf *b, const ht_gemm_problem *p, const char *name, const char *lang, const char *source,
+                         const char *entry);
+void gemm_gpu_spec_end(ht_buf *b, const ht_gemm_problem *p);
+/* REAL, TRANS_A, TRANS_B, HAS_BETA, IDX defines (OpenCL: REAL2..8 and cl_khr_fp64 for double). */
+void gemm_gpu_problem_header(ht_buf *b, const ht_gemm_problem *p, int opencl);
+
 #endif
