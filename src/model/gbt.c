@@ -376,7 +376,7 @@ static ht_status gbt_load(void **state, const char *data, size_t len) {
 const ht_model_ops ht_model_gbt = {
   .name = "gbt",
   .summary = "gradient-boosted trees (XGBoost training, own fast tree evaluation)",
-  .default_target = "log",
+  .default_target = "rate",
   .fit = gbt_fit,
   .predict = gbt_predict,
   .save = gbt_save,

@@ -442,7 +442,7 @@ static ht_status knn_load(void **state, const char *data, size_t len) {
 const ht_model_ops ht_model_knn = {
   .name = "knn",
   .summary = "k nearest neighbours on z-scored features (exact, KD-tree), 1/distance or uniform weights",
-  .default_target = "log",
+  .default_target = "rate",
   .fit = knn_fit,
   .predict = knn_predict,
   .save = knn_save,

@@ -183,7 +183,7 @@ static ht_status linear_load(void **state, const char *data, size_t len) {
 const ht_model_ops ht_model_linear = {
   .name = "linear",
   .summary = "ridge least squares on z-scored features (degree=2 adds products); a power law on log features",
-  .default_target = "log",
+  .default_target = "rate",
   .fit = linear_fit,
   .predict = linear_predict,
   .save = linear_save,

@@ -401,7 +401,7 @@ static ht_status mlp_load(void **state, const char *data, size_t len) {
 const ht_model_ops ht_model_mlp = {
   .name = "mlp",
   .summary = "multilayer perceptron (tanh/relu, Adam, early stopping on held-out rows)",
-  .default_target = "log",
+  .default_target = "rate",
   .fit = mlp_fit,
   .predict = mlp_predict,
   .save = mlp_save,

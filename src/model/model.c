@@ -229,8 +229,11 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
   }
   m->ops = ops;
   m->options = ht_strdup(options ? options : "");
-  st = parse_target(ht_options_str(opt, "target", ops->default_target), &m->tgt);
-  if (!st) st = copy_feature_names(m, train->names, train->n_features);
+  st = copy_feature_names(m, train->names, train->n_features);
+  /* A model's default "rate" needs a work feature; without one (a dataset not built by features.c)
+   * its default falls back to log time. An explicit target=rate still requires it. */
+  const char *def = strcmp(ops->default_target, "rate") == 0 && m->work_index < 0 ? "log" : ops->default_target;
+  if (!st) st = parse_target(ht_options_str(opt, "target", def), &m->tgt);
   const char *inputs = ht_options_str(opt, "inputs", ops->raw_inputs ? "raw" : "log");
   if (!st && strcmp(inputs, "raw") != 0 && strcmp(inputs, "log") != 0)
     st = ht_error(HT_ERR_INVALID, "model option inputs=%s: expected log or raw", inputs);

@@ -293,7 +293,7 @@ int ht_svr_n_sv(const void *state) { return ((const svr *)state)->n_sv; }
 const ht_model_ops ht_model_svr = {
   .name = "svr",
   .summary = "epsilon-SVR (libsvm training; rbf, linear or poly kernel; own prediction loop)",
-  .default_target = "log",
+  .default_target = "rate",
   .fit = svr_fit,
   .predict = svr_predict,
   .save = svr_save,
