@@ -1,5 +1,5 @@
 /* linear: ridge least squares on z-scored features, optionally with their squares and pairwise
- * products. With the default log target and the log_work / log-size features this is a power law
+ * products. With a log or rate target and the log_work / log-size features this is a power law
  * time = C * work^b (times one factor per other feature), the model most analytical performance
  * models reduce to.
  *
