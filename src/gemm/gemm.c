@@ -9,15 +9,6 @@
 /* The C case of the naive kernel lives with the C generator (gemm_c.c). */
 ht_status gemm_naive_c(const ht_gemm_problem *p, const char *dir, char **spec_path);
 
-/* TEMPORARY until gemm_opencl.c / gemm_cuda.c land: weak, so this file links without them. */
-#pragma weak gemm_generate_opencl
-#pragma weak gemm_generate_cuda
-#pragma weak gemm_vendor_cuda
-#pragma weak gemm_naive_opencl
-#pragma weak gemm_naive_cuda
-#define CALL_IF(fn, ...) \
-  ((fn) ? fn(__VA_ARGS__) : ht_error(HT_ERR_UNSUPPORTED, "gemm: %s is not built into this hetune", #fn))
-
 void ht_gemm_problem_default(ht_gemm_problem *p, int64_t m, int64_t n, int64_t k) {
   *p = (ht_gemm_problem){.m = m, .n = n, .k = k, .type = HT_DTYPE_F32, .alpha = 1.0, .beta = 0.0};
 }
@@ -50,8 +41,8 @@ ht_status ht_gemm_generate(const ht_gemm_problem *p, ht_gemm_target target, cons
   if (st) return st;
   switch (target) {
   case HT_GEMM_C: return gemm_generate_c(p, dir, spec_path);
-  case HT_GEMM_OPENCL: return CALL_IF(gemm_generate_opencl, p, dir, spec_path);
-  case HT_GEMM_CUDA: return CALL_IF(gemm_generate_cuda, p, dir, spec_path);
+  case HT_GEMM_OPENCL: return gemm_generate_opencl(p, dir, spec_path);
+  case HT_GEMM_CUDA: return gemm_generate_cuda(p, dir, spec_path);
   }
   return bad_target(target);
 }
@@ -62,7 +53,7 @@ ht_status ht_gemm_generate_vendor(const ht_gemm_problem *p, ht_gemm_target targe
   if (st) return st;
   switch (target) {
   case HT_GEMM_C: return gemm_vendor_c(p, dir, spec_path);
-  case HT_GEMM_CUDA: return CALL_IF(gemm_vendor_cuda, p, dir, spec_path);
+  case HT_GEMM_CUDA: return gemm_vendor_cuda(p, dir, spec_path);
   case HT_GEMM_OPENCL:
     return ht_error(HT_ERR_UNSUPPORTED, "gemm: no vendor library for OpenCL (the baseline there is the naive kernel)");
   }
@@ -78,8 +69,8 @@ ht_status ht_gemm_generate_naive(const ht_gemm_problem *p, ht_gemm_target target
 ht_status gemm_naive(const ht_gemm_problem *p, ht_gemm_target t, const char *dir, char **spec_path) {
   switch (t) {
   case HT_GEMM_C: return gemm_naive_c(p, dir, spec_path);
-  case HT_GEMM_OPENCL: return CALL_IF(gemm_naive_opencl, p, dir, spec_path);
-  case HT_GEMM_CUDA: return CALL_IF(gemm_naive_cuda, p, dir, spec_path);
+  case HT_GEMM_OPENCL: return gemm_naive_opencl(p, dir, spec_path);
+  case HT_GEMM_CUDA: return gemm_naive_cuda(p, dir, spec_path);
   }
   return bad_target(t);
 }
