@@ -321,7 +321,8 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
            r->n_seeds > 1 ? "s" : "",
            r->warm.found ? r->warm.best.time_s * 1e3 : NAN,
            r->warm.found && r->warm.best.time_s <= r->tuned.best.time_s ? ", kept" : "");
-  print_line(g->target == HT_GEMM_CUDA ? "cublas:" : "openblas:", g, &r->vendor, r->vendor_note);
+  print_line(g->target == HT_GEMM_CUDA ? "cublas:" : g->target == HT_GEMM_C ? "openblas:" : "vendor:", g, &r->vendor,
+             r->vendor_note);
   print_line("naive:", g, &r->naive, r->naive_note);
   printf("  tuning:   %.1f s, %lld configs evaluated (%lld measured, %lld stored), %lld failed, of %llu valid%s\n",
          r->tuned.elapsed_s, (long long)(r->tuned.measured + r->tuned.reused), (long long)r->tuned.measured,
