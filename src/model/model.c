@@ -5,6 +5,7 @@
  * (trees, neighbours) still predicts constant throughput beyond the sizes it saw; "time" fits
  * seconds. Routing: route=decade fits one sub-model per decade of the "work" feature, merging
  * neighbouring decades until each has route_min rows (default 20).
+ * Predictions stay within the training targets' range widened by that range (bounded()).
  * Inputs: unless the model asks for raw values, features that are non-negative and span more than
  * a factor 4 in training reach the model as log10(1 + v) (inputs=raw turns this off). */
 #include <math.h>
@@ -18,6 +19,7 @@ typedef enum target { TARGET_TIME = 0, TARGET_LOG = 1, TARGET_RATE = 2 } target;
 
 typedef struct route {
   double lo_decade; /* rows with floor(log10(work)) >= lo_decade (and below the next route) */
+  double y_lo, y_hi; /* the training targets' range: predictions are kept near it */
   void *state;
 } route;
 
@@ -143,7 +145,7 @@ static void transform_inputs(const ht_model *m, const double *x, double *out) {
 }
 
 static ht_status fit_route(ht_model *m, const ht_dataset *d, double lo, double hi, const ht_options *opt,
-                           uint64_t seed, void **state) {
+                           uint64_t seed, route *rt) {
   int *rows = malloc((size_t)(d->n_rows + 1) * sizeof *rows), n = 0;
   if (!rows) return ht_error(HT_ERR_NOMEM, "out of memory");
   for (int i = 0; i < d->n_rows; i++) {
@@ -154,12 +156,16 @@ static ht_status fit_route(ht_model *m, const ht_dataset *d, double lo, double h
   ht_status st = ht_dataset_subset(d, rows, n, &sub);
   free(rows);
   if (st) return st;
+  rt->y_lo = INFINITY;
+  rt->y_hi = -INFINITY;
   for (int i = 0; i < sub->n_rows; i++) {
     sub->y[i] = to_target(m->tgt, sub->y[i], sub->work[i]);
+    rt->y_lo = fmin(rt->y_lo, sub->y[i]);
+    rt->y_hi = fmax(rt->y_hi, sub->y[i]);
     double *x = sub->x + (size_t)i * sub->n_features;
     transform_inputs(m, x, x);
   }
-  st = m->ops->fit(state, sub, opt, seed);
+  st = m->ops->fit(&rt->state, sub, opt, seed);
   ht_dataset_destroy(sub);
   return st;
 }
@@ -191,7 +197,7 @@ static ht_status fit_all(ht_model *m, const ht_dataset *train, const ht_options 
   for (int r = 0; r < n; r++) {
     m->routes[r].lo_decade = r == 0 ? -INFINITY : lo[r];
     double hi = r + 1 < n ? lo[r + 1] : INFINITY;
-    ht_status st = fit_route(m, train, m->routes[r].lo_decade, hi, opt, seed + (uint64_t)r, &m->routes[r].state);
+    ht_status st = fit_route(m, train, m->routes[r].lo_decade, hi, opt, seed + (uint64_t)r, &m->routes[r]);
     if (st) return ht_error_prefix(st, "%s%s: ", m->ops->name, routed ? " (one decade's model)" : "");
   }
   return HT_OK;
@@ -251,6 +257,16 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
   return HT_OK;
 }
 
+/* A model far outside its data (a linear model extrapolated on a feature it weights heavily)
+ * can return any number; keep a log or rate prediction within the training range widened by that
+ * range again (at least a factor 10 each way), and a time prediction positive. */
+static double bounded(const ht_model *m, const route *rt, double v) {
+  if (!isfinite(v)) v = v > 0 ? rt->y_hi : rt->y_lo;
+  if (m->tgt == TARGET_TIME) return fmax(v, 1e-3 * rt->y_lo);
+  double margin = fmax(rt->y_hi - rt->y_lo, log(10));
+  return fmin(fmax(v, rt->y_lo - margin), rt->y_hi + margin);
+}
+
 double ht_model_predict(const ht_model *m, const double *x) {
   double work = work_of(m, x), t[HT_MODEL_MAX_FEATURES];
   transform_inputs(m, x, t);
@@ -260,7 +276,7 @@ double ht_model_predict(const ht_model *m, const double *x) {
     double dec = decade_of(work);
     while (r + 1 < m->n_routes && dec >= m->routes[r + 1].lo_decade) r++;
   }
-  return from_target(m->tgt, m->ops->predict(m->routes[r].state, x), work);
+  return from_target(m->tgt, bounded(m, &m->routes[r], m->ops->predict(m->routes[r].state, x)), work);
 }
 
 const char *ht_model_kind(const ht_model *m) { return m->ops->name; }
@@ -288,6 +304,8 @@ ht_status ht_model_save(const ht_model *m, ht_buf *out) {
       return st;
     }
     mu_put_f64(out, m->routes[r].lo_decade);
+    mu_put_f64(out, m->routes[r].y_lo);
+    mu_put_f64(out, m->routes[r].y_hi);
     mu_put_bytes(out, sub.data ? sub.data : "", (int64_t)sub.len);
     ht_buf_free(&sub);
   }
@@ -331,6 +349,8 @@ ht_status ht_model_load(const char *data, size_t len, ht_model **out) {
   for (int i = 0; !st && i < n; i++) {
     m->n_routes = i + 1;
     m->routes[i].lo_decade = mu_get_f64(&r);
+    m->routes[i].y_lo = mu_get_f64(&r);
+    m->routes[i].y_hi = mu_get_f64(&r);
     int64_t blen = mu_get_count(&r, 0, (int64_t)len);
     const void *blob = mu_get_bytes(&r, blen);
     if (!blob) st = ht_error(HT_ERR_PARSE, "saved %s model: truncated", m->ops->name);
