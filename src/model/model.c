@@ -5,7 +5,7 @@
  * (trees, neighbours) still predicts constant throughput beyond the sizes it saw; "time" fits
  * seconds. Routing: route=decade fits one sub-model per decade of the "work" feature, merging
  * neighbouring decades until each has route_min rows (default 20).
- * Predictions stay within the training targets' range widened by that range (bounded()).
+ * Predictions stay near the training targets' range (bounded()).
  * Inputs: unless the model asks for raw values, features that are non-negative and span more than
  * a factor 4 in training reach the model as log10(1 + v) (inputs=raw turns this off). */
 #include <math.h>
@@ -258,12 +258,13 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
 }
 
 /* A model far outside its data (a linear model extrapolated on a feature it weights heavily)
- * can return any number; keep a log or rate prediction within the training range widened by that
- * range again (at least a factor 10 each way), and a time prediction positive. */
+ * can return any number. A rate (time per unit of work) stays within a factor 10 of the rates
+ * seen; a log time within the training range widened by that range again (larger problems take
+ * longer); a time stays positive. */
 static double bounded(const ht_model *m, const route *rt, double v) {
   if (!isfinite(v)) v = v > 0 ? rt->y_hi : rt->y_lo;
   if (m->tgt == TARGET_TIME) return fmax(v, 1e-3 * rt->y_lo);
-  double margin = fmax(rt->y_hi - rt->y_lo, log(10));
+  double margin = m->tgt == TARGET_RATE ? log(10) : fmax(rt->y_hi - rt->y_lo, log(10));
   return fmin(fmax(v, rt->y_lo - margin), rt->y_hi + margin);
 }
 
