@@ -225,7 +225,7 @@ static const char ocl_template[] =
     "  for (int p = kfull; p < k; p++) RANK1(p, BLOAD)\n"
     "\n"
     "/* VW elements of row p of op(B) from column c on, each clamped into the matrix. */\n"
-    "inline realv bgather(__global const REAL *restrict B, const int p, const int c, const int n, const int k)\n"
+    "static inline realv bgather(__global const REAL *restrict B, const int p, const int c, const int n, const int k)\n"
     "{\n"
     "  REAL t[VW];\n"
     "  for (int e = 0; e < VW; e++) t[e] = B[BIDX(p, min(c + e, n - 1))];\n"
