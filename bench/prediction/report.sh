@@ -6,7 +6,8 @@
 #
 # usage: bench/prediction/report.sh [KINDS]    KINDS: comma list (default: every model kind)
 # Writes bench/prediction/results.tsv (one line per kernel x model x evaluation) and prints the
-# markdown tables. HETUNE picks the binary (default build/hetune); OPTIONS passes model options.
+# markdown tables. HETUNE picks the binary (default build/hetune); OPTIONS passes model options;
+# REPORT_ONLY=1 prints the tables of the existing results.tsv without evaluating again.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 hetune=${HETUNE:-$root/build/hetune}
@@ -25,8 +26,8 @@ stencil_opencl stencil/stencil_opencl.json memory device
 transpose_opencl transpose/transpose_opencl.json memory device
 reduction_opencl reduction/reduction_opencl.json memory device"
 
-: >"$out"
-echo "$datasets" | while read -r name spec class dev; do
+[ "${REPORT_ONLY:-0}" = 1 ] || : >"$out"
+[ "${REPORT_ONLY:-0}" = 1 ] || echo "$datasets" | while read -r name spec class dev; do
   csv=$root/data/datasets/$name.csv
   [ -f "$csv" ] || { echo "report: $csv missing, skipped" >&2; continue; }
   echo "report: $name" >&2
@@ -70,3 +71,18 @@ END {
   printf "\n### Prediction latency (median ns per call, mean over kernels)\n\n| model | ns |\n|---|---|\n"
   for (m in models) printf "| %s | %.0f |\n", m, lat[m] / nl[m]
 }' "$out"
+
+printf '\n### Per kernel: the best model on the size hold-out\n\n'
+awk -F'\t' '
+# Per kernel: the model with the lowest hold-out mean error, and its ranking numbers.
+$3 == "holdout" {
+  if (!($1 in best) || $5 < bm[$1]) { best[$1] = $2; bm[$1] = $5; bx[$1] = $6; br[$1] = $8; bt[$1] = $9; bp[$1] = $10; bq[$1] = $11; cls[$1] = $14 }
+  if (!($1 in order)) { order[$1] = ++nk; name[nk] = $1 }
+}
+$3 == "cv" { if (!($1 in cvb) || $5 < cvb[$1]) { cvb[$1] = $5; cvk[$1] = $2 } }
+END {
+  printf "| kernel | class | best CV model (mean %%) | best hold-out model | mean %% | max %% | Spearman | top-1 | penalty mean %% | penalty max %% |\n|---|---|---|---|---|---|---|---|---|---|\n"
+  for (i = 1; i <= nk; i++) { k = name[i]
+    printf "| %s | %s | %s (%.1f) | %s | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f |\n", k, cls[k], cvk[k], cvb[k], best[k], bm[k], bx[k], br[k], bt[k], bp[k], bq[k] }
+}
+' "$out"
