@@ -178,20 +178,20 @@ static void test_space_and_bad_problems(void **state) {
   assert_null(path);
 }
 
-/* FP32, no transposes: 30 random configs + the corners on shapes that fit no tile. The sizes are
+/* FP32, no transposes: 16 random configs + the corners on shapes that fit no tile. The sizes are
  * run-time arguments, so each config compiles once for all four shapes. */
 static void test_fp32_random_configs(void **state) {
   (void)state;
   if (!have_opencl) skip();
   const int nc = (int)(sizeof corners / sizeof corners[0]) - 1;
   ht_gemm_problem p = problem(67, 45, 33, HT_DTYPE_F32, 0, 0, 1, 0);
-  run_all(gemm_generate_opencl, &p, "a", 30, 5, corners, nc);
+  run_all(gemm_generate_opencl, &p, "a", 16, 5, corners, nc);
   p = problem(129, 1, 7, HT_DTYPE_F32, 0, 0, 1, 0);
-  run_all(gemm_generate_opencl, &p, "b", 30, 5, corners, nc);
+  run_all(gemm_generate_opencl, &p, "b", 16, 5, corners, nc);
   p = problem(1, 1, 1, HT_DTYPE_F32, 0, 0, 1, 0);
-  run_all(gemm_generate_opencl, &p, "c", 30, 5, corners, nc);
+  run_all(gemm_generate_opencl, &p, "c", 16, 5, corners, nc);
   p = problem(33, 130, 147, HT_DTYPE_F32, 0, 0, 1, 0);
-  run_all(gemm_generate_opencl, &p, "d", 30, 5, corners, nc);
+  run_all(gemm_generate_opencl, &p, "d", 16, 5, corners, nc);
 }
 
 /* Transposes and alpha/beta (C read and updated): each combination of transposes, k = 33 and 147. */
@@ -200,7 +200,7 @@ static void test_transposes_alpha_beta(void **state) {
   if (!have_opencl) skip();
   const int tr[3][2] = {{1, 1}, {1, 0}, {0, 1}};
   for (int t = 0; t < 3; t++) {
-    const int n = t == 0 ? 6 : 3, nc = t == 0 ? 3 : 1;
+    const int n = t == 0 ? 4 : 2, nc = t == 0 ? 2 : 1;
     char sub[16];
     ht_gemm_problem p = problem(67, 45, 33, HT_DTYPE_F32, tr[t][0], tr[t][1], -1.5, 0.5);
     snprintf(sub, sizeof sub, "t%d", t);
@@ -216,9 +216,9 @@ static void test_fp64(void **state) {
   (void)state;
   if (!have_opencl) skip();
   ht_gemm_problem p = problem(67, 45, 33, HT_DTYPE_F64, 0, 1, 2.0, -1.0);
-  run_all(gemm_generate_opencl, &p, "f64", 4, 23, corners + 2, 2);
+  run_all(gemm_generate_opencl, &p, "f64", 3, 23, corners + 2, 2);
   p = problem(70, 9, 147, HT_DTYPE_F64, 0, 1, 1.0, 0.5);
-  run_all(gemm_generate_opencl, &p, "f64b", 4, 23, corners + 2, 2);
+  run_all(gemm_generate_opencl, &p, "f64b", 3, 23, corners + 2, 2);
 }
 
 /* The naive kernel: a few work-group shapes, with and without transposes and beta. */
