@@ -453,6 +453,32 @@ static void test_cli_train_predict_show(void **state) {
   }
 }
 
+/* Real measurements through the store: tune two sizes, train from the database, rank the space. */
+static void test_cli_store_data_and_top(void **state) {
+  (void)state;
+  if (!ht_model_kind_find("gbt")) skip();
+  char args[2048];
+  cli_out o;
+  for (int n = 4096; n <= 8192; n *= 2) {
+    snprintf(args, sizeof args, "tune examples/vadd/vadd_c.json --size N=%d --budget 6 --quiet --db '%s/tuned.db'", n, dir);
+    cli(&o, args);
+    if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  }
+  snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data-db '%s/tuned.db' --kind gbt --db '%s/tuned.db'", dir, dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, "rows of 2 problems"));
+  snprintf(args, sizeof args, "predict examples/vadd/vadd_c.json --size N=16384 --top 3 --device c --db '%s/tuned.db'", dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, "vadd_c N=16384: the 3 of "));
+  assert_non_null(strstr(o.out, "    3  "));
+  snprintf(args, sizeof args, "predict examples/vadd/vadd_c.json --top 3 --device nosuch --db '%s/tuned.db'", dir);
+  cli(&o, args);
+  assert_int_not_equal(o.rc, 0);
+  assert_non_null(strstr(o.err, "nosuch"));
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "%s/model_test_XXXXXX", HT_BINARY_DIR);
@@ -485,6 +511,7 @@ int main(void) {
     cmocka_unit_test(test_store_models),
     cmocka_unit_test(test_cuda_ptx_features),
     cmocka_unit_test(test_cli_train_predict_show),
+    cmocka_unit_test(test_cli_store_data_and_top),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
