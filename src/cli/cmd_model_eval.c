@@ -146,8 +146,20 @@ static void print_mrmr(const ht_dataset *d) {
   free(score);
 }
 
+/* Every name of --kinds must be a model kind (checked before the data is read). */
+static int check_kinds(const char *list) {
+  char kinds[1024];
+  snprintf(kinds, sizeof kinds, "%s", list ? list : "");
+  char *save = NULL;
+  for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save))
+    if (!ht_model_kind_find(k) && strcmp(k, "auto") != 0)
+      return cli_usage_error("model eval", "unknown model kind '%s' (hetune model kinds)", k);
+  return CLI_OK;
+}
+
 static int eval_settings(const cli_args *a, long long *folds, long long *holdout, long long *seed, double *test) {
   const char *v;
+  if (check_kinds(cli_opt(a, "kinds"))) return CLI_USAGE;
   *test = 0.2;
   if ((v = cli_opt(a, "test")) && strcmp(v, "0") != 0 && cli_number("model eval", "--test", v, 0, test)) return CLI_USAGE;
   if (v && strcmp(v, "0") == 0) *test = 0;
@@ -173,7 +185,6 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, lo
   } else snprintf(kinds, sizeof kinds, "%s", list);
   char *save = NULL;
   for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-    if (!ht_model_kind_find(k) && strcmp(k, "auto") != 0) return cli_usage_error("model eval", "unknown model kind '%s'", k);
     eval_row r = {.kind = k};
     if (folds) cross_validate(&r, d, cli_opt(a, "options"), (int)folds, seed);
     if (test > 0) random_test(&r, d, cli_opt(a, "options"), test, seed);
