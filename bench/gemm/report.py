@@ -3,7 +3,7 @@
 per-shape GFLOP/s of the tuned kernel, OpenBLAS and the naive kernel, and the ResNet50-v1.5 total
 time weighted by each GEMM's uses (the thesis's Table 4.4).
 
-    bench/gemm/report.py [results_cpu.tsv] [--notes FILE]
+    bench/gemm/report.py [results_cpu.tsv] [--notes FILE]   (results_cpu.md was made with --notes notes_cpu.md)
 """
 import math
 import os
@@ -74,7 +74,7 @@ def svg(rows, path):
         for j, (c, col) in enumerate((("tuned_gflops", "#1f77b4"), ("openblas_gflops", "#ff7f0e"))):
             v = r[c] or 0
             s.append(f'<rect x="{x + 13 * j}" y="{h - bottom - v * scale:.1f}" width="12" height="{v * scale:.1f}" fill="{col}"/>')
-        label = f"{r['group'][0]}{r['id']}"
+        label = {"square": "s", "rect": "rect", "resnet": "L"}.get(r['group'], r['group']) + r['id']
         s.append(f'<text transform="translate({x + 14},{h - bottom + 8}) rotate(60)">{label}</text>')
     s.append("</svg>")
     with open(path, "w") as f:
