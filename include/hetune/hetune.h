@@ -12,5 +12,6 @@
 #include "hetune/tune.h"
 #include "hetune/model.h"
 #include "hetune/ptx.h"
+#include "hetune/gemm.h"
 #include "hetune/replay.h"
 #endif

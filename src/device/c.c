@@ -209,11 +209,12 @@ static void build_argv(argv_t *a, const ht_source *src, const ht_defines *defs, 
   char *dir = ht_source_dir(src);
   if (dir) argv_push(a, ht_strfmt("-I%s", dir));
   free(dir);
-  argv_split(a, src->flags);
   for (int i = 0; defs && i < defs->n; i++) argv_push(a, ht_strfmt("-D%s=%s", defs->names[i], defs->values[i]));
   argv_push(a, ht_strdup("-o"));
   argv_push(a, ht_strdup(sofile));
   argv_push(a, ht_strdup(cfile));
+  /* After the source: with --as-needed (Debian's default) a -lfoo before it links nothing. */
+  argv_split(a, src->flags);
 }
 
 /* Writes the source next to the cache entry under a unique name (mkstemps). */

@@ -317,7 +317,7 @@ static ht_status new_insn(lexer *lx, ptx_kernel *k, ptx_insn **out) {
 static ht_status parse_instruction(lexer *lx, ptx_kernel *k, const char *first) {
   char w[MAX_WORD];
   ht_status st;
-  ptx_insn *in;
+  ptx_insn *in = NULL;
   if ((st = new_insn(lx, k, &in))) return st;
   if (first[0] == '@') {
     lx->p++;
@@ -355,7 +355,7 @@ static ht_status parse_instruction(lexer *lx, ptx_kernel *k, const char *first) 
 
 static ht_status add_label(lexer *lx, ptx_kernel *k, const char *name) {
   if (ptx_find_label(k, name) >= 0) return perr(lx, "duplicate label");
-  ptx_insn *in;
+  ptx_insn *in = NULL;
   ht_status st = new_insn(lx, k, &in);
   if (st) return st;
   if (grow((void **)&k->labels, &k->cap_labels, k->n_labels + 1, sizeof(char *))) return ht_error(HT_ERR_NOMEM, "out of memory");
