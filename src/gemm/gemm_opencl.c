@@ -14,6 +14,7 @@
 
 ht_status gemm_gpu_check(const ht_gemm_problem *p, const char *dir, char **spec_path) {
   if (!p || !dir || !spec_path) return ht_error(HT_ERR_INVALID, "gemm: problem, folder and spec path are required");
+  *spec_path = NULL;
   if (p->m < 1 || p->n < 1 || p->k < 1)
     return ht_error(HT_ERR_INVALID, "gemm: sizes must be >= 1 (M=%lld N=%lld K=%lld)", (long long)p->m,
                     (long long)p->n, (long long)p->k);
