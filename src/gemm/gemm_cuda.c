@@ -345,31 +345,8 @@ static const char cuda_naive[] =
     "}\n";
 
 ht_status gemm_naive_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path) {
-  ht_status st = gemm_gpu_check(p, dir, spec_path);
-  if (st) return st;
-  ht_buf src = {0}, spec = {0};
-  gemm_gpu_problem_header(&src, p, 0);
-  ht_buf_append(&src, cuda_naive);
-  gemm_gpu_spec_begin(&spec, p, "gemm_naive_cuda", "cuda", "gemm_naive_cuda.cu", "gemm_naive");
-  ht_buf_append(&spec,
-                "  \"grid\": [\"ceil_div(N, TX)\", \"ceil_div(M, TY)\"],\n"
-                "  \"local\": [\"TX\", \"TY\"],\n"
-                "  \"parameters\": {\n"
-                "    \"TX\": [1, 2, 4, 8, 16, 32, 64, 128, 256],\n"
-                "    \"TY\": [1, 2, 4, 8, 16, 32]\n"
-                "  },\n"
-                "  \"constraints\": [\n"
-                "    \"TX * TY <= device.max_work_group_size\",\n"
-                "    \"TX <= device.max_work_item_size_x\",\n"
-                "    \"TY <= device.max_work_item_size_y\"\n"
-                "  ],\n");
-  gemm_gpu_spec_end(&spec, p);
-  st = gemm_gpu_write(dir, "gemm_naive_cuda.cu", &src, NULL);
-  if (!st) st = gemm_gpu_write_reference(p, dir);
-  if (!st) st = gemm_gpu_write(dir, "gemm_naive_cuda.json", &spec, spec_path);
-  ht_buf_free(&src);
-  ht_buf_free(&spec);
-  return st;
+  return gemm_gpu_naive(p, dir, 0, cuda_naive,
+                        "  \"grid\": [\"ceil_div(N, TX)\", \"ceil_div(M, TY)\"],\n  \"local\": [\"TX\", \"TY\"],\n", spec_path);
 }
 
 /* ---- the cuBLAS baseline ----

@@ -31,5 +31,8 @@ void gemm_gpu_spec_begin(ht_buf *b, const ht_gemm_problem *p, const char *name, 
 void gemm_gpu_spec_end(ht_buf *b, const ht_gemm_problem *p);
 /* REAL, TRANS_A, TRANS_B, HAS_BETA, IDX defines (OpenCL: REAL2..8 and cl_khr_fp64 for double). */
 void gemm_gpu_problem_header(ht_buf *b, const ht_gemm_problem *p, int opencl);
+/* The naive kernel (source text `kernel`, launch lines `geometry`) as a spec for OpenCL or CUDA. */
+ht_status gemm_gpu_naive(const ht_gemm_problem *p, const char *dir, int opencl, const char *kernel,
+                         const char *geometry, char **spec_path);
 
 #endif

@@ -5,6 +5,7 @@
  * checks, the C reference, the common parts of the spec). See docs/gemm_gpu.md. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -467,16 +468,22 @@ static const char ocl_naive[] =
     "#endif\n"
     "}\n";
 
-ht_status gemm_naive_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path) {
+/* The naive kernel's spec and source for OpenCL or CUDA: one work-item per element of C, the
+ * work-group shape (TX, TY) its only parameters. geometry is the spec's launch lines. */
+ht_status gemm_gpu_naive(const ht_gemm_problem *p, const char *dir, int opencl, const char *kernel,
+                         const char *geometry, char **spec_path) {
   ht_status st = gemm_gpu_check(p, dir, spec_path);
   if (st) return st;
+  const char *name = opencl ? "gemm_naive_opencl" : "gemm_naive_cuda";
+  char file[64], json[64];
+  snprintf(file, sizeof file, "%s.%s", name, opencl ? "cl" : "cu");
+  snprintf(json, sizeof json, "%s.json", name);
   ht_buf src = {0}, spec = {0};
-  gemm_gpu_problem_header(&src, p, 1);
-  ht_buf_append(&src, ocl_naive);
-  gemm_gpu_spec_begin(&spec, p, "gemm_naive_opencl", "opencl", "gemm_naive_opencl.cl", "gemm_naive");
+  gemm_gpu_problem_header(&src, p, opencl);
+  ht_buf_append(&src, kernel);
+  gemm_gpu_spec_begin(&spec, p, name, opencl ? "opencl" : "cuda", file, "gemm_naive");
+  ht_buf_append(&spec, geometry);
   ht_buf_append(&spec,
-                "  \"global\": [\"N\", \"M\"],\n"
-                "  \"local\": [\"TX\", \"TY\"],\n"
                 "  \"parameters\": {\n"
                 "    \"TX\": [1, 2, 4, 8, 16, 32, 64, 128, 256],\n"
                 "    \"TY\": [1, 2, 4, 8, 16, 32]\n"
@@ -487,10 +494,14 @@ ht_status gemm_naive_opencl(const ht_gemm_problem *p, const char *dir, char **sp
                 "    \"TY <= device.max_work_item_size_y\"\n"
                 "  ],\n");
   gemm_gpu_spec_end(&spec, p);
-  st = gemm_gpu_write(dir, "gemm_naive_opencl.cl", &src, NULL);
+  st = gemm_gpu_write(dir, file, &src, NULL);
   if (!st) st = gemm_gpu_write_reference(p, dir);
-  if (!st) st = gemm_gpu_write(dir, "gemm_naive_opencl.json", &spec, spec_path);
+  if (!st) st = gemm_gpu_write(dir, json, &spec, spec_path);
   ht_buf_free(&src);
   ht_buf_free(&spec);
   return st;
+}
+
+ht_status gemm_naive_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path) {
+  return gemm_gpu_naive(p, dir, 1, ocl_naive, "  \"global\": [\"N\", \"M\"],\n  \"local\": [\"TX\", \"TY\"],\n", spec_path);
 }
