@@ -13,58 +13,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gemm/gemm_internal.h"
-#include "hetune/hetune.h"
+#include "gemm_test_util.h"
 
 #define DEVICE "cuda:0"
 
-static char tmpdir[256];
 static int have_gpu;
-
-/* Whether the device opens, asked in a child process: this process must not start the GPU runtime
- * itself, since the runner forks its worker from it (runtime state does not survive fork). */
-static int device_in_child(const char *id) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    ht_device *d;
-    _exit(ht_device_open(id, &d) == HT_OK ? 0 : 1);
-  }
-  int status = 0;
-  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
 
 static int setup(void **state) {
   (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/ht_gemm_cugpu_XXXXXX");
-  if (!mkdtemp(tmpdir)) return -1;
+  if (make_tmpdir("/tmp/ht_gemm_cugpu_XXXXXX")) return -1;
   have_gpu = device_in_child(DEVICE);
   if (!have_gpu) fprintf(stderr, "no CUDA device: the GPU GEMM tests are skipped\n");
   return 0;
 }
 
-static int teardown(void **state) {
-  (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  return system(cmd) == 0 ? 0 : -1;
-}
-
-static ht_gemm_problem problem(int64_t m, int64_t n, int64_t k, ht_dtype t, int ta, int tb, double alpha, double beta) {
-  ht_gemm_problem p = {.m = m, .n = n, .k = k, .type = t, .trans_a = ta, .trans_b = tb, .alpha = alpha, .beta = beta};
-  return p;
-}
-
-typedef ht_status (*gen_fn)(const ht_gemm_problem *, const char *, char **);
-
 /* Runs n random configs (seeded) plus the valid corners on one problem; all must verify. */
 static void run_sampled(gen_fn gen, const ht_gemm_problem *p, const char *sub, const char *device, int n,
                         uint64_t seed, const char *const *corners) {
-  char dir[512], *path = NULL;
-  snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
-  if (gen(p, dir, &path)) fail_msg("generate: %s", ht_last_error());
-  ht_spec *s;
-  if (ht_spec_load(path, &s)) fail_msg("%s: %s", path, ht_last_error());
-  free(path);
+  ht_spec *s = generate(gen, p, sub);
   ht_runner_options o;
   ht_runner_options_default(&o);
   o.warmup = 0;
