@@ -176,7 +176,7 @@ ht_status ht_features_compute(ht_feature_set *fs, const int64_t *sizes, const ht
   for (int i = 0; i < s->n_params; i++) x[fs->first_param + i] = param_number(&s->params[i], params[i]);
   if (!st && s->kernel.dims > 0) st = launch_features(fs, work, x + fs->first_launch);
   if (!st && fs->has_device) device_features(fs, x + fs->first_device);
-  if (!st) st = ht_features_static(fs, sizes, params, x + fs->first_static);
+  if (!st) st = ht_features_static(fs, x);
   return st;
 }
 

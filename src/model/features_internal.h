@@ -15,9 +15,10 @@ struct ht_feature_set {
   void *static_state; /* features_static.c's */
 };
 
-/* Static code features (ptx:* for CUDA kernels): names appended to fs, values computed per row. */
+/* Static code features (ptx:* for CUDA kernels): names appended to fs, values computed per row
+ * into x[fs->first_static ...] once fs->vars is bound and the other features of x are filled. */
 ht_status ht_features_static_layout(ht_feature_set *fs);
-ht_status ht_features_static(ht_feature_set *fs, const int64_t *sizes, const ht_value *params, double *x);
+ht_status ht_features_static(ht_feature_set *fs, double *x);
 void ht_features_static_free(ht_feature_set *fs);
 
 #endif

@@ -64,17 +64,9 @@ static ht_status argument_values(const ht_feature_set *fs, double *args) {
   return HT_OK;
 }
 
-static double work_items(const ht_feature_set *fs) {
-  double items = 1, g;
-  for (int d = 0; d < fs->spec->kernel.dims; d++)
-    items *= ht_expr_eval_double(fs->spec->kernel.global[d], fs->vars, &g) ? 0 : g;
-  return items;
-}
-
-ht_status ht_features_static(ht_feature_set *fs, const int64_t *sizes, const ht_value *params, double *x) {
-  (void)sizes; /* already bound into fs->vars by ht_features_compute */
-  (void)params;
+ht_status ht_features_static(ht_feature_set *fs, double *x) {
   if (!uses_ptx(fs)) return HT_OK;
+  double items = fs->spec->kernel.dims > 0 ? x[fs->first_launch] : 1; /* launch:work_items */
   define_list defs;
   build_defines(fs, &defs);
   double args[64];
@@ -89,8 +81,8 @@ ht_status ht_features_static(ht_feature_set *fs, const int64_t *sizes, const ht_
   const ht_ptx_counts *e = &f.executed;
   double v[] = {e->total, e->compute, e->global_read, e->global_write, e->shared_read, e->shared_write, e->sync, e->dpu,
                 e->sfu, f.dpc, isfinite(f.alpha) ? f.alpha : 1e6, f.registers, f.shared_words,
-                log10(1 + e->total * work_items(fs))};
-  memcpy(x, v, sizeof v);
+                log10(1 + e->total * items)};
+  memcpy(x + fs->first_static, v, sizeof v);
   return HT_OK;
 }
 

@@ -32,18 +32,21 @@ static int discretise(const double *v, int stride, int n, int bins, vk *tmp, int
   return used;
 }
 
-/* Mutual information in bits of two discretised variables. */
+/* Mutual information in bits of two discretised variables. joint holds bins * (bins + 2) doubles:
+ * the joint distribution, then the two marginals. */
 static double mutual_info(const int *a, const int *b, int n, int bins, double *joint) {
-  memset(joint, 0, (size_t)bins * bins * sizeof *joint);
-  for (int i = 0; i < n; i++) joint[a[i] * bins + b[i]] += 1.0 / n;
+  double *pa = joint + bins * bins, *pb = pa + bins;
+  memset(joint, 0, (size_t)bins * (bins + 2) * sizeof *joint);
+  for (int i = 0; i < n; i++) {
+    joint[a[i] * bins + b[i]] += 1.0 / n;
+    pa[a[i]] += 1.0 / n;
+    pb[b[i]] += 1.0 / n;
+  }
   double mi = 0;
   for (int x = 0; x < bins; x++)
     for (int y = 0; y < bins; y++) {
       double pxy = joint[x * bins + y];
-      if (pxy <= 0) continue;
-      double px = 0, py = 0;
-      for (int k = 0; k < bins; k++) px += joint[x * bins + k], py += joint[k * bins + y];
-      mi += pxy * log2(pxy / (px * py));
+      if (pxy > 0) mi += pxy * log2(pxy / (pa[x] * pb[y]));
     }
   return mi;
 }
@@ -90,7 +93,7 @@ ht_status ht_mrmr_rank(const ht_dataset *d, int bins, int *order, double *score)
   if (n < 2 || bins < 2) return ht_error(HT_ERR_INVALID, "MRMR needs at least 2 rows and 2 bins");
   mrmr_ctx c = {n, p, bins, malloc((size_t)p * n * sizeof(int)), malloc((size_t)(p + 1) * sizeof(int)),
                 calloc((size_t)p + 1, sizeof(double)), calloc((size_t)p + 1, sizeof(double)), calloc((size_t)p + 1, 1),
-                malloc((size_t)bins * bins * sizeof(double))};
+                malloc((size_t)bins * (bins + 2) * sizeof(double))};
   int *ybin = malloc((size_t)n * sizeof *ybin);
   vk *tmp = malloc((size_t)n * sizeof *tmp);
   ht_status st = HT_OK;
