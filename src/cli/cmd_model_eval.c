@@ -97,12 +97,17 @@ static void random_test(eval_row *r, const ht_dataset *d, const char *options, d
   free(pred);
 }
 
-static const char *g_kernel; /* for --tsv lines */
-static int g_tsv;
+/* How results are printed: a table, a markdown table, or tab-separated lines naming the kernel. */
+typedef struct out_style {
+  const char *kernel;
+  int markdown, tsv;
+} out_style;
 
-static void print_line(const char *kind, const char *what, const ht_accuracy *x, const eval_row *r, int markdown) {
-  if (g_tsv) {
-    printf("%s\t%s\t%s\t%d\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", g_kernel, kind, what, x->n_rows,
+static void print_line(const char *kind, const char *what, const ht_accuracy *x, const eval_row *r,
+                       const out_style *o) {
+  int markdown = o->markdown;
+  if (o->tsv) {
+    printf("%s\t%s\t%s\t%d\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", o->kernel, kind, what, x->n_rows,
            x->mape_mean, x->mape_max, x->r2, x->spearman, x->top1, x->penalty_mean, x->penalty_max, r->fit_s,
            r->latency_ns);
     return;
@@ -114,16 +119,18 @@ static void print_line(const char *kind, const char *what, const ht_accuracy *x,
   printf("%s%7.3f%s%8.0f%s\n", sep, r->fit_s, sep, r->latency_ns, markdown ? " |" : "");
 }
 
-static void print_row(const eval_row *r, int markdown) {
-  if (r->has_cv) print_line(r->kind, "cv", &r->cv, r, markdown);
-  if (r->has_test) print_line(r->kind, "test", &r->test, r, markdown);
-  if (r->has_ho) print_line(r->kind, "holdout", &r->ho, r, markdown);
-  if (r->error[0] && g_tsv) fprintf(stderr, "hetune: model eval: %s: %s\n", r->kind, r->error);
+static void print_row(const eval_row *r, const out_style *o) {
+  int markdown = o->markdown;
+  if (r->has_cv) print_line(r->kind, "cv", &r->cv, r, o);
+  if (r->has_test) print_line(r->kind, "test", &r->test, r, o);
+  if (r->has_ho) print_line(r->kind, "holdout", &r->ho, r, o);
+  if (r->error[0] && o->tsv) fprintf(stderr, "hetune: model eval: %s: %s\n", r->kind, r->error);
   else if (r->error[0]) printf("%s%-8s failed: %s%s\n", markdown ? "| " : "", r->kind, r->error, markdown ? " |" : "");
 }
 
-static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int holdout, int markdown) {
-  if (g_tsv) return;
+static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int holdout, const out_style *o) {
+  if (o->tsv) return;
+  int markdown = o->markdown;
   printf("%s: %d rows, %d problems, %d features; %d-fold CV, hold-out of the %d largest sizes\n", s->name, d->n_rows,
          d->n_groups, d->n_features, folds, holdout);
   if (markdown) {
@@ -175,7 +182,7 @@ static int eval_settings(const cli_args *a, long long *folds, long long *holdout
 }
 
 static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, long long holdout, uint64_t seed,
-                     double test) {
+                     double test, const out_style *o) {
   char kinds[1024];
   const char *list = cli_opt(a, "kinds");
   if (!list) {
@@ -190,7 +197,7 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, lo
     if (test > 0) random_test(&r, d, cli_opt(a, "options"), test, seed);
     if (holdout) hold_out(&r, d, cli_opt(a, "options"), (int)holdout, seed);
     fit_and_time(&r, d, cli_opt(a, "options"), seed);
-    print_row(&r, cli_has(a, "markdown"));
+    print_row(&r, o);
     fflush(stdout);
   }
   return CLI_OK;
@@ -215,10 +222,9 @@ int cmd_model_eval(int argc, char **argv) {
   ht_feature_set *fs;
   ht_dataset *d;
   if ((rc = cli_model_dataset(&a, "model eval", &spec, &fs, &d))) return rc;
-  g_kernel = spec->name;
-  g_tsv = cli_has(&a, "tsv");
-  print_header(d, spec, (int)folds, (int)holdout, cli_has(&a, "markdown"));
-  rc = run_kinds(&a, d, folds, holdout, (uint64_t)seed, test);
+  out_style o = {spec->name, cli_has(&a, "markdown"), cli_has(&a, "tsv")};
+  print_header(d, spec, (int)folds, (int)holdout, &o);
+  rc = run_kinds(&a, d, folds, holdout, (uint64_t)seed, test, &o);
   if (!rc && cli_has(&a, "mrmr")) print_mrmr(d);
   ht_dataset_destroy(d);
   ht_features_destroy(fs);
