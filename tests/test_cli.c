@@ -647,6 +647,10 @@ static void test_replay_and_bench(void **state) {
   expect_error(r, 2, "unknown strategy 'nope'");
   run(r, "strategy-bench", csv, "--start", "0.99");
   expect_error(r, 2, "--start");
+  run(r, "strategy-bench", csv, "--aggregate", "median");
+  expect_error(r, 2, "--aggregate");
+  run(r, "strategy-bench", csv, "--seeds", "2", "--strategies", "random", "--aggregate", "value", "--quiet");
+  if (r->rc || !strstr(r->out, "| random |")) fail_msg("strategy-bench --aggregate value: exit %d\n%s%s", r->rc, r->out, r->err);
   run(r, "replay", csv, "--options", "bogus=1");
   expect_error(r, 1, "bogus");
   run(r, "replay", "--db", F->db);

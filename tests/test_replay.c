@@ -80,29 +80,45 @@ static void test_load_csv_and_lookup(void **state) {
   ht_recorded_destroy(r);
 }
 
-/* The baseline's E_k against the average over every k-subset of the 10 values. */
+/* The value baseline's E_k against the average over every k-subset of the 10 values, and the rank
+ * baseline's time at the expected rank of the best against the mean rank over those subsets. */
 static void test_baseline_exact(void **state) {
   (void)state;
   ht_recorded *r;
   assert_int_equal(ht_recorded_load(csv_space(), &r), HT_OK);
   ht_score_options so;
   ht_score_options_default(&so);
-  ht_baseline b;
+  ht_baseline b, br;
+  assert_int_equal(ht_baseline_compute(r, &so, &br), HT_OK);
+  so.aggregate = HT_AGGREGATE_VALUE;
   assert_int_equal(ht_baseline_compute(r, &so, &b), HT_OK);
   const double v[10] = {0.009, 0.008, 0.007, 0.006, 0.005, 0.0095, 0.003, 0.002, 0.001, 0.0095}; /* fail = worst */
+  const double asc[10] = {0.001, 0.002, 0.003, 0.005, 0.006, 0.007, 0.008, 0.009, 0.0095, 0.0095};
+  const int sorted_rank[10] = {7, 6, 5, 4, 3, 8, 2, 1, 0, 9}; /* 0-based rank of each v in asc */
   for (int k = 1; k <= 10; k++) {
-    double sum = 0;
+    double sum = 0, rank_sum = 0;
     int subsets = 0;
     for (int m = 0; m < 1024; m++) {
       if (__builtin_popcount((unsigned)m) != k) continue;
       double best = INFINITY;
+      int rank = 10;
       for (int i = 0; i < 10; i++)
-        if (m >> i & 1) best = fmin(best, v[i]);
+        if (m >> i & 1) {
+          best = fmin(best, v[i]);
+          rank = rank < sorted_rank[i] ? rank : sorted_rank[i];
+        }
       sum += best;
+      rank_sum += rank;
       subsets++;
     }
     if (fabs(b.expected_best[k] - sum / subsets) > 1e-12) fail_msg("E_%d = %g, want %g", k, b.expected_best[k], sum / subsets);
+    double r0 = rank_sum / subsets; /* 0-based mean rank; the ascending times are v sorted */
+    int i0 = (int)r0;
+    double want = i0 + 1 < 10 ? asc[i0] + (r0 - i0) * (asc[i0 + 1] - asc[i0]) : asc[9];
+    if (fabs(br.expected_best[k] - want) > 1e-12) fail_msg("rank E_%d = %g, want %g", k, br.expected_best[k], want);
   }
+  assert_true(br.t_start < br.t_cutoff && br.t_cutoff <= b.t_cutoff + 1e-12);
+  ht_baseline_free(&br);
   assert_true(b.t_start < b.t_cutoff);
   assert_true(fabs(ht_baseline_at(&b, 0) - 0.0095) < 1e-12);
   assert_true(fabs(ht_baseline_at(&b, 1e9) - 0.001) < 1e-12);
@@ -160,20 +176,25 @@ static void test_random_scores_zero(void **state) {
       n += snprintf(text + n, sizeof text - (size_t)n, "\"A=%d,B=%d\",ok,%.6g,1\n", a, b, 1e-3 * (1 + 10 * ht_rng_uniform(&rng)));
   ht_recorded *r;
   assert_int_equal(ht_recorded_load(write_tmp("rand.csv", text), &r), HT_OK);
-  ht_score_options so;
-  ht_score_options_default(&so);
-  so.seeds = 400;
-  so.charge_strategy_time = 0;
-  ht_baseline b;
-  assert_int_equal(ht_baseline_compute(r, &so, &b), HT_OK);
-  ht_score sc;
-  assert_int_equal(ht_score_strategy(r, &b, "random", &so, &sc), HT_OK);
-  if (fabs(sc.mean) > 3 * sc.ci95 + 0.05) fail_msg("random scored %g +- %g", sc.mean, sc.ci95);
-  ht_score_free(&sc);
-  assert_int_equal(ht_score_strategy(r, &b, "brute_force", &so, &sc), HT_OK);
-  assert_true(sc.mean < 1.0);
-  ht_score_free(&sc);
-  ht_baseline_free(&b);
+  for (int agg = HT_AGGREGATE_RANK; agg <= HT_AGGREGATE_VALUE; agg++) {
+    ht_score_options so;
+    ht_score_options_default(&so);
+    so.seeds = 400;
+    so.charge_strategy_time = 0;
+    so.aggregate = agg;
+    ht_baseline b;
+    assert_int_equal(ht_baseline_compute(r, &so, &b), HT_OK);
+    ht_score sc;
+    assert_int_equal(ht_score_strategy(r, &b, "random", &so, &sc), HT_OK);
+    if (fabs(sc.mean) > 3 * sc.ci95 + 0.05) fail_msg("aggregate %d: random scored %g +- %g", agg, sc.mean, sc.ci95);
+    assert_true(sc.lo <= sc.mean && sc.mean <= sc.hi && sc.ci95 > 0);
+    for (int j = 0; j < so.points; j++) assert_true(sc.curve_lo[j] <= sc.curve[j] + 1e-12 && sc.curve[j] <= sc.curve_hi[j] + 1e-12);
+    ht_score_free(&sc);
+    assert_int_equal(ht_score_strategy(r, &b, "brute_force", &so, &sc), HT_OK);
+    assert_true(sc.mean < 1.0);
+    ht_score_free(&sc);
+    ht_baseline_free(&b);
+  }
   ht_recorded_destroy(r);
 }
 

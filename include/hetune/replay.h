@@ -87,13 +87,18 @@ typedef struct ht_score_options {
   int points;                   /* time points in the range (default 100) */
   int charge_strategy_time;     /* default 1 */
   const char *strategy_options; /* passed to every strategy (default none) */
+  int aggregate;                /* HT_AGGREGATE_RANK (default) or HT_AGGREGATE_VALUE, see ht_score */
 } ht_score_options;
+enum { HT_AGGREGATE_RANK = 0, HT_AGGREGATE_VALUE = 1 };
 void ht_score_options_default(ht_score_options *o);
 
 /* The random-search baseline and the budget of one space. */
 typedef struct ht_baseline {
   int n;                        /* configs (draws possible) */
-  double *expected_best;        /* [k] for k = 0..n: expected best after k draws (k = 0: f_worst) */
+  double *dist;                 /* [n]: every config's time ascending, failures as the worst success */
+  double *expected_best;        /* [k] for k = 0..n: random search's best after k draws (k = 0: f_worst):
+                                 * HT_AGGREGATE_RANK: the time at the expected rank of the best, (n+1)/(k+1);
+                                 * HT_AGGREGATE_VALUE: the expected time of the best */
   double mean_cost_s;           /* time per draw */
   double f_opt;
   double t_start, t_cutoff;     /* the budget, in seconds */
@@ -102,9 +107,17 @@ ht_status ht_baseline_compute(const ht_recorded *r, const ht_score_options *o, h
 double ht_baseline_at(const ht_baseline *b, double t); /* expected best of random search at time t */
 void ht_baseline_free(ht_baseline *b);
 
+/* How runs are combined (Willemsen et al.: rank space). HT_AGGREGATE_RANK: at each time point the
+ * seeds' best-so-far times become ranks in dist, the ranks are averaged, and P(t) is computed
+ * from the time at that mean rank; the score is the mean of P(t) over the range, and its 95%
+ * interval comes from resampling the seeds (bootstrap). Robust to the heavy tails of kernel
+ * times. HT_AGGREGATE_VALUE: P(t) per run, averaged over runs; interval mean +- 1.96 sd/sqrt(seeds). */
 typedef struct ht_score {
-  double mean, std, ci95;       /* over seeds of the per-run score (mean of P(t) over the range) */
-  double *curve, *curve_std;    /* [points]: P(t) averaged over seeds, and its std */
+  double mean;                  /* the score */
+  double lo, hi;                /* its 95% confidence interval */
+  double ci95;                  /* (hi - lo) / 2, for one-number tables */
+  double std;                   /* standard deviation of the per-run scores (mean of each run's P(t)) */
+  double *curve, *curve_lo, *curve_hi; /* [points]: P(t) of the combined runs and its 95% band */
   double evals_mean;            /* evaluations per run up to the cutoff */
   double strategy_s_mean;       /* strategy time per run */
   double ask_s_max;             /* slowest ask seen */

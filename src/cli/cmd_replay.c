@@ -110,12 +110,14 @@ static const char *bench_help =
   "usage: hetune strategy-bench [RECORD...] [options]\n"
   "\n"
   "Scores strategies on recorded spaces with the methodology of Willemsen et al. (FGCS 2024):\n"
-  "the baseline is the exact expected best of random search without replacement; the time budget\n"
-  "runs from where that baseline is expected to reach f_opt + (median - f_opt)(1 - start) to where\n"
-  "it reaches f_opt + (median - f_opt)(1 - cutoff); the score is P(t) = (f(t) - f_random(t)) /\n"
-  "(f_opt - f_random(t)) averaged over that range (0 = random search, 1 = the optimum), then over\n"
-  "seeds and spaces. Time includes each evaluation's recorded compile and run time and the\n"
-  "strategy's own time. Default RECORDs: data/spaces/*.csv.\n"
+  "the baseline is random search without replacement, calculated exactly (the time at the\n"
+  "expected rank of its best, (n+1)/(k+1) after k draws); the time budget runs from where that\n"
+  "baseline reaches f_opt + (median - f_opt)(1 - start) to where it reaches f_opt + (median -\n"
+  "f_opt)(1 - cutoff). At each time point the seeds' best times are combined in rank space (mean\n"
+  "rank), and P(t) = (f(t) - f_random(t)) / (f_opt - f_random(t)) (0 = random search, 1 = the\n"
+  "optimum); the score is the mean of P(t) over the budget, with a 95% bootstrap interval over\n"
+  "the seeds; the summary averages the spaces. Time includes each evaluation's recorded compile\n"
+  "and run time and the strategy's own time. Default RECORDs: data/spaces/*.csv.\n"
   "\n"
   "  --strategies A,B  strategies to score (default: every one but brute_force)\n"
   "  --seeds N         runs per strategy and space (default 20)\n"
@@ -123,6 +125,9 @@ static const char *bench_help =
   "  --start P         start of the budget (default 0.5)\n"
   "  --points N        time points in the budget (default 100)\n"
   "  --options K=V,..  options given to every strategy\n"
+  "  --aggregate A     rank (default, the methodology's) or value: each run's P(t) averaged over\n"
+  "                    runs, with the expected best time as baseline (heavy-tailed: one slow run\n"
+  "                    can dominate)\n"
   "  --plot DIR        write score curves per space and overall (SVG and tab-separated data)\n"
   "  --no-strategy-time  leave the strategies' own time off the clock (deterministic scores)\n"
   "  --quiet           no progress on standard error\n";
@@ -182,7 +187,7 @@ static int default_records(bench *b) {
 
 static int bench_parse(int argc, char **argv, bench *b) {
   static const char *const known[] = {"strategies", "seeds", "cutoff", "start", "points", "options",
-                                      "plot",       "no-strategy-time", "quiet", NULL};
+                                      "plot",       "aggregate", "no-strategy-time", "quiet", NULL};
   static const char *const flags[] = {"no-strategy-time", "quiet", NULL};
   cli_args a;
   int rc = cli_parse(argc, argv, flags, &a);
@@ -197,6 +202,11 @@ static int bench_parse(int argc, char **argv, bench *b) {
   if (!rc && (v = cli_opt(&a, "start"))) rc = cli_number("strategy-bench", "--start", v, 0, &b->so.p_start);
   if (!rc && (b->so.p_cutoff >= 1 || b->so.p_start >= b->so.p_cutoff))
     rc = cli_usage_error("strategy-bench", "need 0 < --start < --cutoff < 1");
+  if (!rc && (v = cli_opt(&a, "aggregate"))) {
+    if (strcmp(v, "rank") == 0) b->so.aggregate = HT_AGGREGATE_RANK;
+    else if (strcmp(v, "value") == 0) b->so.aggregate = HT_AGGREGATE_VALUE;
+    else rc = cli_usage_error("strategy-bench", "--aggregate must be rank or value, not '%s'", v);
+  }
   b->so.strategy_options = cli_opt(&a, "options");
   b->so.charge_strategy_time = !cli_has(&a, "no-strategy-time");
   b->plot_dir = cli_opt(&a, "plot");
@@ -219,11 +229,11 @@ static void print_space_header(const bench *b, int s) {
          st.f_median * 1e3, st.mean_cost_s);
   printf("  budget %.1f s .. %.1f s (random search: %.0f .. %.0f evaluations)\n", bl->t_start, bl->t_cutoff,
          bl->t_start / bl->mean_cost_s, bl->t_cutoff / bl->mean_cost_s);
-  printf("  %-22s %8s %8s %8s %10s %10s\n", "strategy", "score", "+-95%", "std", "evals", "overhead");
+  printf("  %-22s %8s %17s %8s %10s %10s\n", "strategy", "score", "95% interval", "run std", "evals", "overhead");
 }
 
 static void print_score_row(const char *name, const ht_score *sc) {
-  printf("  %-22s %8.3f %8.3f %8.3f %10.1f %9.3f%%\n", name, sc->mean, sc->ci95, sc->std, sc->evals_mean,
+  printf("  %-22s %8.3f  [%6.3f, %6.3f] %8.3f %10.1f %9.3f%%\n", name, sc->mean, sc->lo, sc->hi, sc->std, sc->evals_mean,
          100 * sc->overhead_frac);
 }
 
@@ -282,7 +292,7 @@ static int write_plot(const bench *b, int s) {
       for (int q = lo; q < hi; q++) {
         const ht_score *sc = &b->score[q * S + k];
         y[k * P + j] += sc->curve[j] / (hi - lo);
-        band[k * P + j] += 1.96 * sc->curve_std[j] / sqrt((double)sc->seeds) / (hi - lo);
+        band[k * P + j] += (sc->curve_hi[j] - sc->curve_lo[j]) / 2 / (hi - lo);
       }
     }
     yp[k] = y + k * P;

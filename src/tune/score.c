@@ -1,21 +1,26 @@
 /* Scoring strategies on recorded spaces (Willemsen et al., FGCS 2024).
  *
- * Baseline: random search without replacement over the n recorded configs, whose expected best
- * after k draws is exact: with the values sorted v_1 <= ... <= v_n,
+ * Baseline: random search without replacement over the n recorded configs (failures count as the
+ * worst successful time, here and for the strategies; before a first success a run's best is that
+ * worst time too). With the times sorted v_1 <= ... <= v_n, the best of k draws has expected rank
+ * (n+1)/(k+1), and expected time
  *   E_k = v_1 + sum_{i=1}^{n-1} (v_{i+1} - v_i) P(all k draws rank > i),
  *   P(all k draws rank > i) = C(n-i, k) / C(n, k).
- * Failed configs count as the worst successful time, here and for the strategies (before a first
- * success a run's best is that worst time too). k draws take k times the mean recorded cost.
+ * The methodology works in rank space (its calculated baseline is the time at the expected rank,
+ * its strategy curves are fitted to ranks), which is the default here; HT_AGGREGATE_VALUE uses
+ * E_k and averages P(t) per run instead. k draws take k times the mean recorded cost.
  * Budget: target(p) = f_opt + (f_median - f_opt)(1 - p); the range runs from the time the baseline
  * is expected to reach target(p_start) to the time it reaches target(p_cutoff).
- * Score of one run: the mean over evenly spaced points t of that range of
- *   P(t) = (f(t) - f_random(t)) / (f_opt - f_random(t)). */
+ * P(t) = (f(t) - f_random(t)) / (f_opt - f_random(t)) at evenly spaced points t of that range;
+ * the score is its mean. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hetune/replay.h"
 #include "tune/recorded_internal.h"
+
+#define BOOTSTRAP 200 /* resamples of the seeds for the rank-space interval */
 
 void ht_score_options_default(ht_score_options *o) {
   memset(o, 0, sizeof *o);
@@ -24,16 +29,19 @@ void ht_score_options_default(ht_score_options *o) {
   o->p_start = 0.5;
   o->points = 100;
   o->charge_strategy_time = 1;
+  o->aggregate = HT_AGGREGATE_RANK;
 }
 
 void ht_baseline_free(ht_baseline *b) {
+  free(b->dist);
   free(b->expected_best);
   memset(b, 0, sizeof *b);
 }
 
 void ht_score_free(ht_score *s) {
   free(s->curve);
-  free(s->curve_std);
+  free(s->curve_lo);
+  free(s->curve_hi);
   memset(s, 0, sizeof *s);
 }
 
@@ -52,6 +60,30 @@ static void expected_best(const double *v, int n, double worst, double *e) {
   }
 }
 
+/* The time at 0-based fractional rank x of dist, interpolated between neighbours. */
+static double time_at_rank(const ht_baseline *b, double x) {
+  if (x <= 0) return b->dist[0];
+  if (x >= b->n - 1) return b->dist[b->n - 1];
+  int i = (int)x;
+  return b->dist[i] + (x - i) * (b->dist[i + 1] - b->dist[i]);
+}
+
+/* 0-based rank of time f: how many configs are strictly faster. */
+static int rank_of(const ht_baseline *b, double f) {
+  int lo = 0, hi = b->n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (b->dist[mid] < f) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < b->n ? lo : b->n - 1;
+}
+
+static void expected_best_rank(const ht_baseline *b, double *e) {
+  e[0] = b->dist[b->n - 1];
+  for (int k = 1; k <= b->n; k++) e[k] = time_at_rank(b, (double)(b->n + 1) / (k + 1) - 1);
+}
+
 static int first_k_reaching(const ht_baseline *b, double target) {
   for (int k = 0; k <= b->n; k++)
     if (b->expected_best[k] <= target) return k;
@@ -62,17 +94,17 @@ ht_status ht_baseline_compute(const ht_recorded *r, const ht_score_options *o, h
   memset(out, 0, sizeof *out);
   const ht_recorded_stats *s = &r->stats;
   int n = (int)s->n;
-  double *v = malloc(((size_t)n + 1) * sizeof *v);
+  if (n < 1) return ht_error(HT_ERR_INVALID, "%s: no configs to score on", ht_recorded_name(r));
+  out->dist = calloc((size_t)n, sizeof *out->dist);
   out->expected_best = malloc(((size_t)n + 1) * sizeof *out->expected_best);
-  if (!v || !out->expected_best) {
-    free(v);
+  if (!out->dist || !out->expected_best) {
     ht_baseline_free(out);
     return ht_error(HT_ERR_NOMEM, "out of memory");
   }
-  for (int i = 0; i < n; i++) v[i] = (uint64_t)i < s->n_ok ? r->sorted[i] : s->f_worst;
-  expected_best(v, n, s->f_worst, out->expected_best);
-  free(v);
+  for (int i = 0; i < n; i++) out->dist[i] = (uint64_t)i < s->n_ok ? r->sorted[i] : s->f_worst;
   out->n = n;
+  if (o->aggregate == HT_AGGREGATE_VALUE) expected_best(out->dist, n, s->f_worst, out->expected_best);
+  else expected_best_rank(out, out->expected_best);
   out->mean_cost_s = s->mean_cost_s > 0 ? s->mean_cost_s : 1e-3;
   out->f_opt = s->f_opt;
   double span = s->f_median - s->f_opt;
@@ -94,30 +126,126 @@ double ht_baseline_at(const ht_baseline *b, double t) {
   return (1 - f) * b->expected_best[lo] + f * b->expected_best[lo + 1];
 }
 
-/* P(t) at each point for one run; the run's steps are in time order. */
-static double run_score(const ht_baseline *b, const ht_replay_trace *t, double worst, int points, double *p_at) {
-  double sum = 0, best = worst;
+static double point_time(const ht_baseline *b, int j, int points) {
+  return b->t_start + (points > 1 ? j * (b->t_cutoff - b->t_start) / (points - 1) : 0);
+}
+
+/* P(t) of best time f at point j. */
+static double perf(const ht_baseline *b, int j, int points, double f) {
+  double fr = ht_baseline_at(b, point_time(b, j, points)), den = b->f_opt - fr;
+  return fabs(den) > 1e-12 * b->f_opt ? (f - fr) / den : (f <= b->f_opt ? 1.0 : 0.0);
+}
+
+/* One run's best time at each point; the run's steps are in time order. */
+static void run_best(const ht_baseline *b, const ht_replay_trace *t, double worst, int points, double *best_at) {
+  double best = worst;
   int s = 0;
   for (int j = 0; j < points; j++) {
-    double tj = b->t_start + (points > 1 ? j * (b->t_cutoff - b->t_start) / (points - 1) : 0);
+    double tj = point_time(b, j, points);
     for (; s < t->n && t->steps[s].t <= tj; s++)
       if (t->steps[s].best < best) best = t->steps[s].best;
-    double fr = ht_baseline_at(b, tj), den = b->f_opt - fr;
-    double p = fabs(den) > 1e-12 * b->f_opt ? (best - fr) / den : (best <= b->f_opt ? 1.0 : 0.0);
-    p_at[j] = p;
+    best_at[j] = best;
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* q-quantile of x[0..n), sorting x. */
+static double quantile(double *x, int n, double q) {
+  qsort(x, (size_t)n, sizeof *x, cmp_double);
+  double pos = q * (n - 1);
+  int i = (int)pos;
+  return i + 1 < n ? x[i] + (pos - i) * (x[i + 1] - x[i]) : x[n - 1];
+}
+
+/* Score of the seeds picked by pick[0..S) (ranks: [seed][point]); curve gets P(t) per point. */
+static double rank_score(const ht_baseline *b, const double *ranks, const int *pick, int S, int P, double *curve) {
+  double sum = 0;
+  for (int j = 0; j < P; j++) {
+    double r = 0;
+    for (int s = 0; s < S; s++) r += ranks[(size_t)pick[s] * P + j];
+    double p = perf(b, j, P, time_at_rank(b, r / S));
+    if (curve) curve[j] = p;
     sum += p;
   }
-  return sum / points;
+  return sum / P;
+}
+
+/* Rank-space combination with a bootstrap interval over the seeds. best: [seed][point] times. */
+static ht_status combine_ranks(const ht_baseline *b, const double *best, int S, int P, ht_score *out) {
+  double *ranks = malloc((size_t)S * P * sizeof *ranks), *boot = malloc(BOOTSTRAP * sizeof *boot),
+         *bcurve = malloc((size_t)BOOTSTRAP * P * sizeof *bcurve), *col = malloc(BOOTSTRAP * sizeof *col);
+  int *pick = malloc((size_t)S * sizeof *pick);
+  ht_status st = ranks && boot && bcurve && col && pick ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) {
+    for (size_t i = 0; i < (size_t)S * P; i++) ranks[i] = rank_of(b, best[i]);
+    for (int s = 0; s < S; s++) pick[s] = s;
+    out->mean = rank_score(b, ranks, pick, S, P, out->curve);
+    ht_rng rng;
+    ht_rng_seed(&rng, 12345);
+    for (int k = 0; k < BOOTSTRAP; k++) {
+      for (int s = 0; s < S; s++) pick[s] = (int)ht_rng_below(&rng, (uint64_t)S);
+      boot[k] = rank_score(b, ranks, pick, S, P, bcurve + (size_t)k * P);
+    }
+    out->lo = quantile(boot, BOOTSTRAP, 0.025);
+    out->hi = quantile(boot, BOOTSTRAP, 0.975);
+    for (int j = 0; j < P; j++) {
+      for (int k = 0; k < BOOTSTRAP; k++) col[k] = bcurve[(size_t)k * P + j];
+      out->curve_lo[j] = quantile(col, BOOTSTRAP, 0.025);
+      out->curve_hi[j] = quantile(col, BOOTSTRAP, 0.975);
+    }
+  }
+  free(ranks);
+  free(boot);
+  free(bcurve);
+  free(col);
+  free(pick);
+  return st;
+}
+
+/* Value-space combination: P(t) per run, averaged. */
+static ht_status combine_values(const ht_baseline *b, const double *best, int S, int P, ht_score *out) {
+  double *col = malloc((size_t)S * sizeof *col);
+  if (!col) return ht_error(HT_ERR_NOMEM, "out of memory");
+  double sum = 0;
+  for (int j = 0; j < P; j++) {
+    for (int s = 0; s < S; s++) col[s] = perf(b, j, P, best[(size_t)s * P + j]);
+    out->curve[j] = ht_stat_mean(col, S);
+    double h = 1.96 * ht_stat_stddev(col, S) / sqrt((double)S);
+    out->curve_lo[j] = out->curve[j] - h;
+    out->curve_hi[j] = out->curve[j] + h;
+    sum += out->curve[j];
+  }
+  out->mean = sum / P;
+  double h = 1.96 * out->std / sqrt((double)S);
+  out->lo = out->mean - h;
+  out->hi = out->mean + h;
+  free(col);
+  return HT_OK;
+}
+
+/* Each run's own score (mean of its P(t)), for the spread between runs. */
+static void run_scores(const ht_baseline *b, const double *best, int S, int P, double *runs) {
+  for (int s = 0; s < S; s++) {
+    double sum = 0;
+    for (int j = 0; j < P; j++) sum += perf(b, j, P, best[(size_t)s * P + j]);
+    runs[s] = sum / P;
+  }
 }
 
 ht_status ht_score_strategy(ht_recorded *r, const ht_baseline *b, const char *strategy, const ht_score_options *o,
                             ht_score *out) {
   memset(out, 0, sizeof *out);
   int P = o->points > 0 ? o->points : 100, S = o->seeds > 0 ? o->seeds : 1;
-  double *runs = calloc((size_t)S, sizeof *runs), *p = calloc((size_t)S * (size_t)P, sizeof *p);
+  double *runs = calloc((size_t)S, sizeof *runs), *best = calloc((size_t)S * (size_t)P, sizeof *best);
   out->curve = calloc((size_t)P, sizeof *out->curve);
-  out->curve_std = calloc((size_t)P, sizeof *out->curve_std);
-  ht_status st = runs && p && out->curve && out->curve_std ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+  out->curve_lo = calloc((size_t)P, sizeof *out->curve_lo);
+  out->curve_hi = calloc((size_t)P, sizeof *out->curve_hi);
+  ht_status st = runs && best && out->curve && out->curve_lo && out->curve_hi ? HT_OK
+                                                                                : ht_error(HT_ERR_NOMEM, "out of memory");
   double cost = 0, strat = 0;
   for (int seed = 0; !st && seed < S; seed++) {
     ht_replay_options ro;
@@ -130,7 +258,7 @@ ht_status ht_score_strategy(ht_recorded *r, const ht_baseline *b, const char *st
     ht_replay_trace t;
     st = ht_replay(r, &ro, &t);
     if (st) break;
-    runs[seed] = run_score(b, &t, r->stats.f_worst, P, p + (size_t)seed * P);
+    run_best(b, &t, r->stats.f_worst, P, best + (size_t)seed * P);
     out->evals_mean += (double)t.n / S;
     out->strategy_s_mean += t.strategy_s / S;
     if (t.max_ask_s > out->ask_s_max) out->ask_s_max = t.max_ask_s;
@@ -140,20 +268,14 @@ ht_status ht_score_strategy(ht_recorded *r, const ht_baseline *b, const char *st
   }
   if (!st) {
     out->seeds = S;
-    out->mean = ht_stat_mean(runs, S);
+    run_scores(b, best, S, P, runs);
     out->std = ht_stat_stddev(runs, S);
-    out->ci95 = 1.96 * out->std / sqrt((double)S);
     out->overhead_frac = strat + cost > 0 ? strat / (strat + cost) : 0;
-    double *col = malloc((size_t)S * sizeof *col);
-    for (int j = 0; col && j < P; j++) {
-      for (int s = 0; s < S; s++) col[s] = p[(size_t)s * P + j];
-      out->curve[j] = ht_stat_mean(col, S);
-      out->curve_std[j] = ht_stat_stddev(col, S);
-    }
-    free(col);
+    st = o->aggregate == HT_AGGREGATE_VALUE ? combine_values(b, best, S, P, out) : combine_ranks(b, best, S, P, out);
+    out->ci95 = (out->hi - out->lo) / 2;
   }
   free(runs);
-  free(p);
+  free(best);
   if (st) ht_score_free(out);
   return st;
 }
