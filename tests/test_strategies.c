@@ -183,12 +183,48 @@ static void test_auto_choice(void **state) {
   ht_space_destroy(s);
 }
 
+/* hybrid: the first strategy asks `switch` configs, then the second; bad names and switch < 0 fail. */
+static void test_hybrid_handover(void **state) {
+  (void)state;
+  ht_space *s = grid(4, 5, NULL);
+  const ht_strategy_ops *ops = ht_strategy_find("hybrid");
+  assert_non_null(ops);
+  const char *bad[] = {"first=nope", "then=hybrid", "then=auto", "switch=-1"};
+  for (int i = 0; i < 4; i++) {
+    ht_options *o = NULL;
+    void *st = NULL;
+    assert_int_equal(ht_options_parse(bad[i], &o), HT_OK);
+    if (ops->init(&st, s, o, 1) == HT_OK) fail_msg("hybrid accepted %s", bad[i]);
+    ht_options_destroy(o);
+  }
+  ht_options *o = NULL;
+  void *st = NULL;
+  assert_int_equal(ht_options_parse("first=brute_force,then=random,switch=3", &o), HT_OK);
+  assert_int_equal(ops->init(&st, s, o, 1), HT_OK);
+  ht_config c[8], want;
+  assert_int_equal(ops->ask(st, c, 8), 8);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(ht_space_get(s, (uint64_t)i, &want), HT_OK);
+    assert_true(ht_config_equal(&c[i], &want));
+  }
+  int in_order = 1; /* random draws after the switch: not brute force's next five */
+  for (int i = 3; i < 8; i++) {
+    assert_int_equal(ht_space_get(s, (uint64_t)i, &want), HT_OK);
+    in_order &= ht_config_equal(&c[i], &want);
+  }
+  assert_false(in_order);
+  ops->destroy(st);
+  ht_options_destroy(o);
+  ht_space_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_valid_unique_reproducible),
     cmocka_unit_test(test_small_and_degenerate_spaces),
     cmocka_unit_test(test_huge_space),
     cmocka_unit_test(test_auto_choice),
+    cmocka_unit_test(test_hybrid_handover),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,7 @@
 
 #include "hetune/tune.h"
 
-#define DEFAULT_CHOICE "bayes"
+#define DEFAULT_CHOICE "hybrid"
 
 typedef struct auto_state {
   const ht_strategy_ops *ops;

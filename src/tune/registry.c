@@ -9,6 +9,7 @@ extern const ht_strategy_ops ht_strategy_brute_force;
 extern const ht_strategy_ops ht_strategy_cmaes;
 extern const ht_strategy_ops ht_strategy_genetic;
 extern const ht_strategy_ops ht_strategy_greedy_ils;
+extern const ht_strategy_ops ht_strategy_hybrid;
 extern const ht_strategy_ops ht_strategy_model_guided;
 extern const ht_strategy_ops ht_strategy_random;
 extern const ht_strategy_ops ht_strategy_simulated_annealing;
@@ -20,6 +21,7 @@ static const ht_strategy_ops *const strategies[] = {
   &ht_strategy_cmaes,
   &ht_strategy_genetic,
   &ht_strategy_greedy_ils,
+  &ht_strategy_hybrid,
   &ht_strategy_model_guided,
   &ht_strategy_random,
   &ht_strategy_simulated_annealing,
