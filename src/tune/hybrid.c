@@ -65,7 +65,6 @@ static ht_status hy_init(void **state, ht_space *space, const ht_options *opt, u
     hy_destroy(s);
     return st;
   }
-  s->active = s->n_switch == 0;
   *state = s;
   return HT_OK;
 }

@@ -130,9 +130,9 @@ static double point_time(const ht_baseline *b, int j, int points) {
   return b->t_start + (points > 1 ? j * (b->t_cutoff - b->t_start) / (points - 1) : 0);
 }
 
-/* P(t) of best time f at point j. */
-static double perf(const ht_baseline *b, int j, int points, double f) {
-  double fr = ht_baseline_at(b, point_time(b, j, points)), den = b->f_opt - fr;
+/* P(t) of best time f where random search is at fr. */
+static double perf(const ht_baseline *b, double fr, double f) {
+  double den = b->f_opt - fr;
   return fabs(den) > 1e-12 * b->f_opt ? (f - fr) / den : (f <= b->f_opt ? 1.0 : 0.0);
 }
 
@@ -161,13 +161,15 @@ static double quantile(double *x, int n, double q) {
   return i + 1 < n ? x[i] + (pos - i) * (x[i + 1] - x[i]) : x[n - 1];
 }
 
-/* Score of the seeds picked by pick[0..S) (ranks: [seed][point]); curve gets P(t) per point. */
-static double rank_score(const ht_baseline *b, const double *ranks, const int *pick, int S, int P, double *curve) {
+/* Score of the seeds picked by pick[0..S) (ranks: [seed][point]; fr: the baseline per point);
+ * curve gets P(t) per point. */
+static double rank_score(const ht_baseline *b, const double *fr, const double *ranks, const int *pick, int S, int P,
+                         double *curve) {
   double sum = 0;
   for (int j = 0; j < P; j++) {
     double r = 0;
     for (int s = 0; s < S; s++) r += ranks[(size_t)pick[s] * P + j];
-    double p = perf(b, j, P, time_at_rank(b, r / S));
+    double p = perf(b, fr[j], time_at_rank(b, r / S));
     if (curve) curve[j] = p;
     sum += p;
   }
@@ -175,7 +177,7 @@ static double rank_score(const ht_baseline *b, const double *ranks, const int *p
 }
 
 /* Rank-space combination with a bootstrap interval over the seeds. best: [seed][point] times. */
-static ht_status combine_ranks(const ht_baseline *b, const double *best, int S, int P, ht_score *out) {
+static ht_status combine_ranks(const ht_baseline *b, const double *fr, const double *best, int S, int P, ht_score *out) {
   double *ranks = malloc((size_t)S * P * sizeof *ranks), *boot = malloc(BOOTSTRAP * sizeof *boot),
          *bcurve = malloc((size_t)BOOTSTRAP * P * sizeof *bcurve), *col = malloc(BOOTSTRAP * sizeof *col);
   int *pick = malloc((size_t)S * sizeof *pick);
@@ -183,12 +185,12 @@ static ht_status combine_ranks(const ht_baseline *b, const double *best, int S, 
   if (!st) {
     for (size_t i = 0; i < (size_t)S * P; i++) ranks[i] = rank_of(b, best[i]);
     for (int s = 0; s < S; s++) pick[s] = s;
-    out->mean = rank_score(b, ranks, pick, S, P, out->curve);
+    out->mean = rank_score(b, fr, ranks, pick, S, P, out->curve);
     ht_rng rng;
     ht_rng_seed(&rng, 12345);
     for (int k = 0; k < BOOTSTRAP; k++) {
       for (int s = 0; s < S; s++) pick[s] = (int)ht_rng_below(&rng, (uint64_t)S);
-      boot[k] = rank_score(b, ranks, pick, S, P, bcurve + (size_t)k * P);
+      boot[k] = rank_score(b, fr, ranks, pick, S, P, bcurve + (size_t)k * P);
     }
     out->lo = quantile(boot, BOOTSTRAP, 0.025);
     out->hi = quantile(boot, BOOTSTRAP, 0.975);
@@ -206,13 +208,13 @@ static ht_status combine_ranks(const ht_baseline *b, const double *best, int S, 
   return st;
 }
 
-/* Value-space combination: P(t) per run, averaged. */
-static ht_status combine_values(const ht_baseline *b, const double *best, int S, int P, ht_score *out) {
+/* Value-space combination: P(t) per run (pm: [seed][point]), averaged. */
+static ht_status combine_values(const double *pm, int S, int P, ht_score *out) {
   double *col = malloc((size_t)S * sizeof *col);
   if (!col) return ht_error(HT_ERR_NOMEM, "out of memory");
   double sum = 0;
   for (int j = 0; j < P; j++) {
-    for (int s = 0; s < S; s++) col[s] = perf(b, j, P, best[(size_t)s * P + j]);
+    for (int s = 0; s < S; s++) col[s] = pm[(size_t)s * P + j];
     out->curve[j] = ht_stat_mean(col, S);
     double h = 1.96 * ht_stat_stddev(col, S) / sqrt((double)S);
     out->curve_lo[j] = out->curve[j] - h;
@@ -227,11 +229,12 @@ static ht_status combine_values(const ht_baseline *b, const double *best, int S,
   return HT_OK;
 }
 
-/* Each run's own score (mean of its P(t)), for the spread between runs. */
-static void run_scores(const ht_baseline *b, const double *best, int S, int P, double *runs) {
+/* Each run's P(t) (pm) and own score (mean of its P(t)), for the spread between runs. */
+static void run_scores(const ht_baseline *b, const double *fr, const double *best, int S, int P, double *pm,
+                       double *runs) {
   for (int s = 0; s < S; s++) {
     double sum = 0;
-    for (int j = 0; j < P; j++) sum += perf(b, j, P, best[(size_t)s * P + j]);
+    for (int j = 0; j < P; j++) sum += pm[(size_t)s * P + j] = perf(b, fr[j], best[(size_t)s * P + j]);
     runs[s] = sum / P;
   }
 }
@@ -240,12 +243,15 @@ ht_status ht_score_strategy(ht_recorded *r, const ht_baseline *b, const char *st
                             ht_score *out) {
   memset(out, 0, sizeof *out);
   int P = o->points > 0 ? o->points : 100, S = o->seeds > 0 ? o->seeds : 1;
-  double *runs = calloc((size_t)S, sizeof *runs), *best = calloc((size_t)S * (size_t)P, sizeof *best);
+  double *runs = calloc((size_t)S, sizeof *runs), *best = calloc((size_t)S * (size_t)P, sizeof *best),
+         *pm = calloc((size_t)S * (size_t)P, sizeof *pm), *fr = calloc((size_t)P, sizeof *fr);
   out->curve = calloc((size_t)P, sizeof *out->curve);
   out->curve_lo = calloc((size_t)P, sizeof *out->curve_lo);
   out->curve_hi = calloc((size_t)P, sizeof *out->curve_hi);
-  ht_status st = runs && best && out->curve && out->curve_lo && out->curve_hi ? HT_OK
-                                                                                : ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status st = runs && best && pm && fr && out->curve && out->curve_lo && out->curve_hi
+                   ? HT_OK
+                   : ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int j = 0; !st && j < P; j++) fr[j] = ht_baseline_at(b, point_time(b, j, P));
   double cost = 0, strat = 0;
   for (int seed = 0; !st && seed < S; seed++) {
     ht_replay_options ro;
@@ -268,14 +274,16 @@ ht_status ht_score_strategy(ht_recorded *r, const ht_baseline *b, const char *st
   }
   if (!st) {
     out->seeds = S;
-    run_scores(b, best, S, P, runs);
+    run_scores(b, fr, best, S, P, pm, runs);
     out->std = ht_stat_stddev(runs, S);
     out->overhead_frac = strat + cost > 0 ? strat / (strat + cost) : 0;
-    st = o->aggregate == HT_AGGREGATE_VALUE ? combine_values(b, best, S, P, out) : combine_ranks(b, best, S, P, out);
+    st = o->aggregate == HT_AGGREGATE_VALUE ? combine_values(pm, S, P, out) : combine_ranks(b, fr, best, S, P, out);
     out->ci95 = (out->hi - out->lo) / 2;
   }
   free(runs);
   free(best);
+  free(pm);
+  free(fr);
   if (st) ht_score_free(out);
   return st;
 }
