@@ -653,6 +653,10 @@ static void test_replay_and_bench(void **state) {
   if (r->rc || !strstr(r->out, "| random |")) fail_msg("strategy-bench --aggregate value: exit %d\n%s%s", r->rc, r->out, r->err);
   run(r, "replay", csv, "--options", "bogus=1");
   expect_error(r, 1, "bogus");
+  run(r, "replay", csv, "--strategy", "bayes", "--options", "kappa=2x");
+  expect_error(r, 1, "kappa=2x: expected a number");
+  run(r, "replay", csv, "--strategy", "greedy_ils", "--options", "restart=abc");
+  expect_error(r, 1, "restart=abc: expected a whole number");
   run(r, "replay", "--db", F->db);
   expect_error(r, 2, "--kernel");
   run(r, "replay", in_dir("missing.csv"));

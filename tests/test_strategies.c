@@ -218,6 +218,36 @@ static void test_hybrid_handover(void **state) {
   ht_space_destroy(s);
 }
 
+/* Typed option getters read a value whole or not at all: the check names the first malformed one,
+ * then unknown keys; a clean set passes. */
+static void test_options_strict(void **state) {
+  (void)state;
+  ht_options *o = NULL;
+  assert_int_equal(ht_options_parse("n=12,x=2.5,name=bayes", &o), HT_OK);
+  assert_int_equal(ht_options_int(o, "n", 0), 12);
+  assert_true(ht_options_double(o, "x", 0) == 2.5);
+  assert_string_equal(ht_options_str(o, "name", ""), "bayes");
+  assert_int_equal(ht_options_check(o, "strategy t"), HT_OK);
+  ht_options_destroy(o);
+  const char *bad[] = {"n=abc", "n=3x", "n=1.5", "n=", "n=99999999999999999999"};
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(ht_options_parse(bad[i], &o), HT_OK);
+    assert_int_equal(ht_options_int(o, "n", 7), 7);
+    assert_int_equal(ht_options_check(o, "strategy t"), HT_ERR_INVALID);
+    if (!strstr(ht_last_error(), "expected a whole number")) fail_msg("%s: %s", bad[i], ht_last_error());
+    ht_options_destroy(o);
+  }
+  assert_int_equal(ht_options_parse("x=nan,y=1", &o), HT_OK);
+  assert_true(ht_options_double(o, "x", 0.5) == 0.5);
+  assert_int_equal(ht_options_check(o, "strategy t"), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "x=nan: expected a number"));
+  ht_options_destroy(o);
+  assert_int_equal(ht_options_parse("y=1", &o), HT_OK);
+  assert_int_equal(ht_options_check(o, "strategy t"), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "has no option(s): y"));
+  ht_options_destroy(o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_valid_unique_reproducible),
@@ -225,6 +255,7 @@ int main(void) {
     cmocka_unit_test(test_huge_space),
     cmocka_unit_test(test_auto_choice),
     cmocka_unit_test(test_hybrid_handover),
+    cmocka_unit_test(test_options_strict),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,9 @@ double ht_options_double(const ht_options *o, const char *key, double def);
 const char *ht_options_str(const ht_options *o, const char *key, const char *def);
 /* Keys never read by a getter (to report typos); malloc'ed comma list or NULL. */
 char *ht_options_unused(const ht_options *o);
+/* After the getters ran: an error naming the first value a typed getter could not read whole
+ * (k=abc for an integer), else the keys no getter read; who starts the message ("strategy bayes"). */
+ht_status ht_options_check(const ht_options *o, const char *who);
 
 typedef struct ht_strategy_ops {
   const char *name;

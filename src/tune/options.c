@@ -1,4 +1,9 @@
-/* Strategy options: "key=value,key=value". */
+/* Strategy options: "key=value,key=value".
+ * The typed getters fall back to the default on a missing key; a value they cannot read whole
+ * (k=abc, k=3x) is remembered, and ht_options_check reports it with the unread keys, so a typo
+ * fails the run instead of silently becoming 0. */
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +15,7 @@ struct ht_options {
   int n;
   char *key[MAX_OPTIONS], *value[MAX_OPTIONS];
   int used[MAX_OPTIONS];
+  const char *bad_kind[MAX_OPTIONS]; /* what a getter expected and could not read, or NULL */
 };
 
 ht_status ht_options_parse(const char *text, ht_options **out) {
@@ -42,28 +48,48 @@ void ht_options_destroy(ht_options *o) {
   free(o);
 }
 
-static const char *find(const ht_options *o, const char *key) {
+/* Index of key, marked as read (bookkeeping only: reports unknown keys), or -1. */
+static int find(const ht_options *o, const char *key) {
   for (int i = 0; o && i < o->n; i++)
     if (strcmp(o->key[i], key) == 0) {
-      ((ht_options *)o)->used[i] = 1; /* bookkeeping only: reports unknown keys */
-      return o->value[i];
+      ((ht_options *)o)->used[i] = 1;
+      return i;
     }
-  return NULL;
+  return -1;
+}
+
+static void mark_bad(const ht_options *o, int i, const char *kind) {
+  ((ht_options *)o)->bad_kind[i] = kind;
 }
 
 int64_t ht_options_int(const ht_options *o, const char *key, int64_t def) {
-  const char *v = find(o, key);
-  return v ? strtoll(v, NULL, 10) : def;
+  int i = find(o, key);
+  if (i < 0) return def;
+  char *end = NULL;
+  errno = 0;
+  long long x = strtoll(o->value[i], &end, 10);
+  if (end == o->value[i] || *end || errno) {
+    mark_bad(o, i, "a whole number");
+    return def;
+  }
+  return x;
 }
 
 double ht_options_double(const ht_options *o, const char *key, double def) {
-  const char *v = find(o, key);
-  return v ? strtod(v, NULL) : def;
+  int i = find(o, key);
+  if (i < 0) return def;
+  char *end = NULL;
+  double x = strtod(o->value[i], &end);
+  if (end == o->value[i] || *end || !isfinite(x)) {
+    mark_bad(o, i, "a number");
+    return def;
+  }
+  return x;
 }
 
 const char *ht_options_str(const ht_options *o, const char *key, const char *def) {
-  const char *v = find(o, key);
-  return v ? v : def;
+  int i = find(o, key);
+  return i < 0 ? def : o->value[i];
 }
 
 char *ht_options_unused(const ht_options *o) {
@@ -71,4 +97,15 @@ char *ht_options_unused(const ht_options *o) {
   for (int i = 0; o && i < o->n; i++)
     if (!o->used[i]) ht_buf_appendf(&b, "%s%s", b.len ? ", " : "", o->key[i]);
   return b.data;
+}
+
+ht_status ht_options_check(const ht_options *o, const char *who) {
+  for (int i = 0; o && i < o->n; i++)
+    if (o->bad_kind[i])
+      return ht_error(HT_ERR_INVALID, "%s option %s=%s: expected %s", who, o->key[i], o->value[i], o->bad_kind[i]);
+  char *unused = ht_options_unused(o);
+  if (!unused) return HT_OK;
+  ht_status st = ht_error(HT_ERR_INVALID, "%s has no option(s): %s", who, unused);
+  free(unused);
+  return st;
 }
