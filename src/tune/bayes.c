@@ -3,8 +3,8 @@
  * Inputs: each parameter's values sorted numerically (strings, or lists holding one, keep list
  * order); a config is the rank of each value scaled to [0,1]. Single-valued parameters are dropped.
  * Output: log(time), capped at median + clip * (median - best) of the successful log times, then
- * standardised. Kernel times are heavy-tailed and recorded spaces hold artefacts (14% of gemm_c's
- * configs sit at a scheduler-quantum 8 ms among 0.7 ms neighbours): the cap keeps the slow half
+ * standardised. Kernel times are heavy-tailed and recorded spaces hold artefacts (14% of the first
+ * gemm_c recording sat at a scheduler-quantum 8 ms among 0.7 ms neighbours): the cap keeps the slow half
  * from using up a model whose job is to rank the good configs (strategy-bench, 6 recorded spaces,
  * 40 seeds: 0.56 with clip=0.5, 0.51 without; it costs on transpose_opencl, gains on gemm_c). A
  * success arriving more than `outlier` predictive sds slower than predicted stays out of the
