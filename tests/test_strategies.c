@@ -197,6 +197,17 @@ static void test_hybrid_handover(void **state) {
     if (ops->init(&st, s, o, 1) == HT_OK) fail_msg("hybrid accepted %s", bad[i]);
     ht_options_destroy(o);
   }
+  /* Options only one part reads are known to the hybrid; malformed ones and typos are not. */
+  const char *part_opts[] = {"spread=0,kappa=1,n_init=4", "spread=abc", "kappa=1,bogus=1"};
+  for (int i = 0; i < 3; i++) {
+    ht_options *o = NULL;
+    void *st = NULL;
+    assert_int_equal(ht_options_parse(part_opts[i], &o), HT_OK);
+    assert_int_equal(ops->init(&st, s, o, 1), HT_OK);
+    assert_int_equal(ht_options_check(o, "strategy hybrid"), i == 0 ? HT_OK : HT_ERR_INVALID);
+    ops->destroy(st);
+    ht_options_destroy(o);
+  }
   ht_options *o = NULL;
   void *st = NULL;
   assert_int_equal(ht_options_parse("first=brute_force,then=random,switch=3", &o), HT_OK);
@@ -241,6 +252,19 @@ static void test_options_strict(void **state) {
   assert_true(ht_options_double(o, "x", 0.5) == 0.5);
   assert_int_equal(ht_options_check(o, "strategy t"), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "x=nan: expected a number"));
+  ht_options_destroy(o);
+  /* derive: defaults only for absent keys; absorb: what the copy's reader read counts in base. */
+  ht_options *d = NULL;
+  assert_int_equal(ht_options_parse("n=3,m=x", &o), HT_OK);
+  assert_int_equal(ht_options_derive(o, "n=6,k=2", &d), HT_OK);
+  assert_int_equal(ht_options_int(d, "n", 0), 3);
+  assert_int_equal(ht_options_int(d, "k", 0), 2);
+  assert_int_equal(ht_options_check(o, "t"), HT_ERR_INVALID); /* nothing read in base yet */
+  assert_int_equal(ht_options_int(d, "m", 5), 5);
+  ht_options_absorb(o, d);
+  assert_int_equal(ht_options_check(o, "t"), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "m=x: expected a whole number"));
+  ht_options_destroy(d);
   ht_options_destroy(o);
   assert_int_equal(ht_options_parse("y=1", &o), HT_OK);
   assert_int_equal(ht_options_check(o, "strategy t"), HT_ERR_INVALID);

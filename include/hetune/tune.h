@@ -28,6 +28,11 @@ char *ht_options_unused(const ht_options *o);
 /* After the getters ran: an error naming the first value a typed getter could not read whole
  * (k=abc for an integer), else the keys no getter read; who starts the message ("strategy bayes"). */
 ht_status ht_options_check(const ht_options *o, const char *who);
+/* A copy of base with "key=value,..." defaults added for the keys base lacks (a composite strategy
+ * giving one part other defaults); after the part read it, ht_options_absorb(base, copy) carries
+ * which keys were read, or malformed, back to base for ht_options_check. */
+ht_status ht_options_derive(const ht_options *base, const char *defaults, ht_options **out);
+void ht_options_absorb(const ht_options *base, const ht_options *derived);
 
 typedef struct ht_strategy_ops {
   const char *name;

@@ -48,14 +48,17 @@ void ht_options_destroy(ht_options *o) {
   free(o);
 }
 
+static int index_of(const ht_options *o, const char *key) {
+  for (int i = 0; o && i < o->n; i++)
+    if (strcmp(o->key[i], key) == 0) return i;
+  return -1;
+}
+
 /* Index of key, marked as read (bookkeeping only: reports unknown keys), or -1. */
 static int find(const ht_options *o, const char *key) {
-  for (int i = 0; o && i < o->n; i++)
-    if (strcmp(o->key[i], key) == 0) {
-      ((ht_options *)o)->used[i] = 1;
-      return i;
-    }
-  return -1;
+  int i = index_of(o, key);
+  if (i >= 0) ((ht_options *)o)->used[i] = 1;
+  return i;
 }
 
 static void mark_bad(const ht_options *o, int i, const char *kind) {
@@ -108,4 +111,35 @@ ht_status ht_options_check(const ht_options *o, const char *who) {
   ht_status st = ht_error(HT_ERR_INVALID, "%s has no option(s): %s", who, unused);
   free(unused);
   return st;
+}
+
+ht_status ht_options_derive(const ht_options *base, const char *defaults, ht_options **out) {
+  ht_options *d;
+  ht_status st = ht_options_parse(defaults, &d);
+  if (st) return st;
+  ht_options *o = calloc(1, sizeof *o);
+  if (!o) {
+    ht_options_destroy(d);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  for (int i = 0; base && i < base->n; i++) {
+    o->key[o->n] = ht_strdup(base->key[i]);
+    o->value[o->n++] = ht_strdup(base->value[i]);
+  }
+  for (int i = 0; i < d->n && o->n < MAX_OPTIONS; i++)
+    if (index_of(base, d->key[i]) < 0) {
+      o->key[o->n] = ht_strdup(d->key[i]);
+      o->value[o->n++] = ht_strdup(d->value[i]);
+    }
+  ht_options_destroy(d);
+  *out = o;
+  return HT_OK;
+}
+
+void ht_options_absorb(const ht_options *base, const ht_options *derived) {
+  ht_options *b = (ht_options *)base; /* bookkeeping only, as in find() */
+  for (int i = 0; b && derived && i < b->n && i < derived->n; i++) { /* base's keys come first in derived */
+    b->used[i] |= derived->used[i];
+    if (!b->bad_kind[i]) b->bad_kind[i] = derived->bad_kind[i];
+  }
 }
