@@ -204,7 +204,7 @@ static void test_hybrid_handover(void **state) {
     void *st = NULL;
     assert_int_equal(ht_options_parse(part_opts[i], &o), HT_OK);
     assert_int_equal(ops->init(&st, s, o, 1), HT_OK);
-    assert_int_equal(ht_options_check(o, "strategy hybrid"), i == 0 ? HT_OK : HT_ERR_INVALID);
+    assert_int_equal(ht_options_check(o, "strategy", "hybrid"), i == 0 ? HT_OK : HT_ERR_INVALID);
     ops->destroy(st);
     ht_options_destroy(o);
   }
@@ -238,19 +238,19 @@ static void test_options_strict(void **state) {
   assert_int_equal(ht_options_int(o, "n", 0), 12);
   assert_true(ht_options_double(o, "x", 0) == 2.5);
   assert_string_equal(ht_options_str(o, "name", ""), "bayes");
-  assert_int_equal(ht_options_check(o, "strategy t"), HT_OK);
+  assert_int_equal(ht_options_check(o, "strategy", "t"), HT_OK);
   ht_options_destroy(o);
   const char *bad[] = {"n=abc", "n=3x", "n=1.5", "n=", "n=99999999999999999999"};
   for (int i = 0; i < 5; i++) {
     assert_int_equal(ht_options_parse(bad[i], &o), HT_OK);
     assert_int_equal(ht_options_int(o, "n", 7), 7);
-    assert_int_equal(ht_options_check(o, "strategy t"), HT_ERR_INVALID);
+    assert_int_equal(ht_options_check(o, "strategy", "t"), HT_ERR_INVALID);
     if (!strstr(ht_last_error(), "expected a whole number")) fail_msg("%s: %s", bad[i], ht_last_error());
     ht_options_destroy(o);
   }
   assert_int_equal(ht_options_parse("x=nan,y=1", &o), HT_OK);
   assert_true(ht_options_double(o, "x", 0.5) == 0.5);
-  assert_int_equal(ht_options_check(o, "strategy t"), HT_ERR_INVALID);
+  assert_int_equal(ht_options_check(o, "strategy", "t"), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "x=nan: expected a number"));
   ht_options_destroy(o);
   /* derive: defaults only for absent keys; absorb: what the copy's reader read counts in base. */
@@ -259,15 +259,15 @@ static void test_options_strict(void **state) {
   assert_int_equal(ht_options_derive(o, "n=6,k=2", &d), HT_OK);
   assert_int_equal(ht_options_int(d, "n", 0), 3);
   assert_int_equal(ht_options_int(d, "k", 0), 2);
-  assert_int_equal(ht_options_check(o, "t"), HT_ERR_INVALID); /* nothing read in base yet */
+  assert_int_equal(ht_options_check(o, "strategy", "t"), HT_ERR_INVALID); /* nothing read in base yet */
   assert_int_equal(ht_options_int(d, "m", 5), 5);
   ht_options_absorb(o, d);
-  assert_int_equal(ht_options_check(o, "t"), HT_ERR_INVALID);
+  assert_int_equal(ht_options_check(o, "strategy", "t"), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "m=x: expected a whole number"));
   ht_options_destroy(d);
   ht_options_destroy(o);
   assert_int_equal(ht_options_parse("y=1", &o), HT_OK);
-  assert_int_equal(ht_options_check(o, "strategy t"), HT_ERR_INVALID);
+  assert_int_equal(ht_options_check(o, "strategy", "t"), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "has no option(s): y"));
   ht_options_destroy(o);
 }

@@ -26,8 +26,9 @@ const char *ht_options_str(const ht_options *o, const char *key, const char *def
 /* Keys never read by a getter (to report typos); malloc'ed comma list or NULL. */
 char *ht_options_unused(const ht_options *o);
 /* After the getters ran: an error naming the first value a typed getter could not read whole
- * (k=abc for an integer), else the keys no getter read; who starts the message ("strategy bayes"). */
-ht_status ht_options_check(const ht_options *o, const char *who);
+ * (k=abc for an integer), else the keys no getter read; the message starts "KIND NAME" ("strategy
+ * bayes option kappa=2x: expected a number"). */
+ht_status ht_options_check(const ht_options *o, const char *kind, const char *name);
 /* A copy of base with "key=value,..." defaults added for the keys base lacks (a composite strategy
  * giving one part other defaults); after the part read it, ht_options_absorb(base, copy) carries
  * which keys were read, or malformed, back to base for ht_options_check. */

@@ -245,11 +245,7 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
     st = ht_error(HT_ERR_INVALID, "model option inputs=%s: expected log or raw", inputs);
   if (!st) st = choose_logged(m, train, strcmp(inputs, "raw") == 0);
   if (!st) st = fit_all(m, train, opt, seed);
-  if (!st) {
-    char who[64];
-    snprintf(who, sizeof who, "model %s", kind);
-    st = ht_options_check(opt, who);
-  }
+  if (!st) st = ht_options_check(opt, "model", kind);
   ht_options_destroy(opt);
   if (st) {
     ht_model_destroy(m);

@@ -102,13 +102,14 @@ char *ht_options_unused(const ht_options *o) {
   return b.data;
 }
 
-ht_status ht_options_check(const ht_options *o, const char *who) {
+ht_status ht_options_check(const ht_options *o, const char *kind, const char *name) {
   for (int i = 0; o && i < o->n; i++)
     if (o->bad_kind[i])
-      return ht_error(HT_ERR_INVALID, "%s option %s=%s: expected %s", who, o->key[i], o->value[i], o->bad_kind[i]);
+      return ht_error(HT_ERR_INVALID, "%s %s option %s=%s: expected %s", kind, name, o->key[i], o->value[i],
+                      o->bad_kind[i]);
   char *unused = ht_options_unused(o);
   if (!unused) return HT_OK;
-  ht_status st = ht_error(HT_ERR_INVALID, "%s has no option(s): %s", who, unused);
+  ht_status st = ht_error(HT_ERR_INVALID, "%s %s has no option(s): %s", kind, name, unused);
   free(unused);
   return st;
 }

@@ -6,7 +6,6 @@
 
 #include "hetune/replay.h"
 #include "hetune/tune.h"
-#include "tune/strategy_util.h"
 #include "tune/recorded_internal.h"
 
 void ht_replay_options_default(ht_replay_options *o) {
@@ -81,7 +80,7 @@ ht_status ht_replay(ht_recorded *r, const ht_replay_options *o, ht_replay_trace 
   ht_status st = ht_options_parse(o->strategy_options, &opt);
   void *state = NULL;
   if (!st) st = ops->init(&state, ht_recorded_space(r), opt, o->seed);
-  if (!st) st = ht_strategy_options_check(opt, name);
+  if (!st) st = ht_options_check(opt, "strategy", name);
   if (!st) st = replay_loop(r, ops, state, o, out);
   if (state) ops->destroy(state);
   ht_options_destroy(opt);

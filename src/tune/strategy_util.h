@@ -3,7 +3,6 @@
 #define HETUNE_STRATEGY_UTIL_H
 
 #include <math.h>
-#include <stdio.h>
 
 #include "hetune/tune.h"
 
@@ -33,12 +32,5 @@ static inline double ht_objective(const ht_result *r) {
 
 /* Up to max valid configs not in `asked`, drawn uniformly from the space. Returns how many. */
 int ht_sample_unasked(ht_space *space, ht_rng *rng, const ht_config_set *asked, ht_config *out, int max);
-
-/* The options a strategy was given, after its init read them: malformed values or unknown keys. */
-static inline ht_status ht_strategy_options_check(const ht_options *o, const char *strategy) {
-  char who[96];
-  snprintf(who, sizeof who, "strategy %s", strategy);
-  return ht_options_check(o, who);
-}
 
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "hetune/tune.h"
-#include "tune/strategy_util.h"
 
 void ht_tune_options_default(ht_tune_options *o) {
   memset(o, 0, sizeof *o);
@@ -116,7 +115,7 @@ static ht_status run_strategy(tune_ctx *c) {
   if (st) return st;
   void *state = NULL;
   st = ops->init(&state, c->space, so, c->opt->seed);
-  if (!st) st = ht_strategy_options_check(so, ops->name);
+  if (!st) st = ht_options_check(so, "strategy", ops->name);
   if (!st) st = loop(c, ops, state);
   if (state) ops->destroy(state);
   ht_options_destroy(so);
