@@ -82,6 +82,7 @@ ht_status ht_replay(ht_recorded *r, const ht_replay_options *o, ht_replay_trace 
 /* ---- scoring ---- */
 typedef struct ht_score_options {
   int seeds;                    /* runs per strategy and space (default 20) */
+  uint64_t first_seed;          /* seed of the first run; run k uses first_seed + k (default 1) */
   double p_cutoff;              /* end of the budget: baseline reaches this fraction (default 0.96) */
   double p_start;               /* start of the budget (default 0.5) */
   int points;                   /* time points in the range (default 100) */

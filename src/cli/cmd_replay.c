@@ -121,6 +121,8 @@ static const char *bench_help =
   "\n"
   "  --strategies A,B  strategies to score (default: every one but brute_force)\n"
   "  --seeds N         runs per strategy and space (default 20)\n"
+  "  --first-seed N    seed of the first run; the runs use N, N+1, ... (default 1): another\n"
+  "                    set of seeds checks that a difference between strategies is not luck\n"
   "  --cutoff P        end of the budget (default 0.96)\n"
   "  --start P         start of the budget (default 0.5)\n"
   "  --points N        time points in the budget (default 100)\n"
@@ -186,7 +188,7 @@ static int default_records(bench *b) {
 }
 
 static int bench_parse(int argc, char **argv, bench *b) {
-  static const char *const known[] = {"strategies", "seeds", "cutoff", "start", "points", "options",
+  static const char *const known[] = {"strategies", "seeds", "first-seed", "cutoff", "start", "points", "options",
                                       "plot",       "aggregate", "no-strategy-time", "quiet", NULL};
   static const char *const flags[] = {"no-strategy-time", "quiet", NULL};
   cli_args a;
@@ -197,6 +199,8 @@ static int bench_parse(int argc, char **argv, bench *b) {
   const char *v;
   long long n;
   if (!rc && (v = cli_opt(&a, "seeds")) && !(rc = cli_integer("strategy-bench", "--seeds", v, 1, &n))) b->so.seeds = (int)n;
+  if (!rc && (v = cli_opt(&a, "first-seed")) && !(rc = cli_integer("strategy-bench", "--first-seed", v, 0, &n)))
+    b->so.first_seed = (uint64_t)n;
   if (!rc && (v = cli_opt(&a, "points")) && !(rc = cli_integer("strategy-bench", "--points", v, 2, &n))) b->so.points = (int)n;
   if (!rc && (v = cli_opt(&a, "cutoff"))) rc = cli_number("strategy-bench", "--cutoff", v, 0, &b->so.p_cutoff);
   if (!rc && (v = cli_opt(&a, "start"))) rc = cli_number("strategy-bench", "--start", v, 0, &b->so.p_start);

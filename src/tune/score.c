@@ -25,6 +25,7 @@
 void ht_score_options_default(ht_score_options *o) {
   memset(o, 0, sizeof *o);
   o->seeds = 20;
+  o->first_seed = 1;
   o->p_cutoff = 0.96;
   o->p_start = 0.5;
   o->points = 100;
@@ -258,7 +259,7 @@ ht_status ht_score_strategy(ht_recorded *r, const ht_baseline *b, const char *st
     ht_replay_options_default(&ro);
     ro.strategy = strategy;
     ro.strategy_options = o->strategy_options;
-    ro.seed = (uint64_t)seed + 1;
+    ro.seed = o->first_seed + (uint64_t)seed;
     ro.budget_seconds = b->t_cutoff;
     ro.charge_strategy_time = o->charge_strategy_time;
     ht_replay_trace t;
