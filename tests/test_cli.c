@@ -649,6 +649,10 @@ static void test_replay_and_bench(void **state) {
   expect_error(r, 2, "--start");
   run(r, "strategy-bench", csv, "--aggregate", "median");
   expect_error(r, 2, "--aggregate");
+  run(r, "strategy-bench", csv, "--first-seed", "-3");
+  expect_error(r, 2, "--first-seed");
+  run(r, "strategy-bench", csv, "--seeds", "2", "--first-seed", "40", "--strategies", "random", "--quiet");
+  if (r->rc || !strstr(r->out, "| random |")) fail_msg("strategy-bench --first-seed: exit %d\n%s%s", r->rc, r->out, r->err);
   run(r, "strategy-bench", csv, "--seeds", "2", "--strategies", "random", "--aggregate", "value", "--quiet");
   if (r->rc || !strstr(r->out, "| random |")) fail_msg("strategy-bench --aggregate value: exit %d\n%s%s", r->rc, r->out, r->err);
   run(r, "replay", csv, "--options", "bogus=1");
