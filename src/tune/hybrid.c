@@ -7,7 +7,9 @@
  * evaluations and then running bayes on all results scores above both on 3 of 6 spaces and
  * within 0.014 of the better one on the others (docs/strategies.md). Starting both models from a
  * 6-config design and switching after 8 evaluations scored 0.792 (worst space 0.703) against
- * 0.779 (0.639) for a 10-config design and a switch at 15 (50 seeds; switch 10: 0.787).
+ * 0.779 (0.639) for a 10-config design and a switch at 15 (50 seeds; switch 10: 0.787); with
+ * bayes regressing ranks (session 6) the same defaults score 0.808. Handing every 2nd to 5th ask
+ * after the switch back to the first strategy did not help (0.777 against 0.786 on 200 seeds).
  *
  * Every result goes to both strategies, so the second starts with the first one's evaluations
  * as its initial design. The hybrid never asks a config twice: a config the second strategy
