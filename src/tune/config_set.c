@@ -13,6 +13,11 @@ void ht_config_set_free(ht_config_set *s) {
   memset(s, 0, sizeof *s);
 }
 
+void ht_config_set_clear(ht_config_set *s) {
+  if (s->cap) memset(s->used, 0, s->cap);
+  s->n = 0;
+}
+
 static uint64_t find_slot(const ht_config_set *s, const ht_config *c) {
   uint64_t i = ht_config_hash(c) & (s->cap - 1);
   while (s->used[i] && !ht_config_equal(&s->slot[i], c)) i = (i + 1) & (s->cap - 1);

@@ -72,6 +72,7 @@ typedef struct mg_state {
   double eps, eta, kappa, subsample;
   /* what is known */
   ht_config_set asked;
+  ht_config_set drawn; /* sample_candidates' configs of one refill, kept so refills reuse its memory */
   ht_config *obs;
   double *time; /* objective (+inf for failures) */
   int n_obs, cap_obs;
@@ -93,6 +94,7 @@ static ht_status mg_init(void **state, ht_space *space, const ht_options *opt, u
   s->seed = seed;
   ht_rng_seed(&s->rng, seed ^ UINT64_C(0x6d6f64656c677569));
   ht_config_set_init(&s->asked);
+  ht_config_set_init(&s->drawn);
   s->n_init = clampi(ht_options_int(opt, "n_init", 10), 1, 1 << 20);
   s->batch = clampi(ht_options_int(opt, "batch", 0), 0, 1 << 16);
   s->ramp = clampi(ht_options_int(opt, "ramp", 25), 1, 1 << 16);
@@ -314,13 +316,13 @@ static int sample_candidates(mg_state *s, ht_config *out, int max) {
   uint64_t left = s->count - s->asked.n;
   int want = left < (uint64_t)max ? (int)left : max, n = 0;
   ht_config *draw = malloc(sizeof(ht_config) * (size_t)max);
-  ht_config_set seen;
-  ht_config_set_init(&seen);
+  ht_config_set *seen = &s->drawn;
+  ht_config_set_clear(seen);
   for (int round = 0; draw && round < 4 && n < want; round++) {
     int got = 0;
     if (ht_space_sample(s->space, &s->rng, max, draw, &got)) break;
     for (int i = 0; i < got && n < want; i++)
-      if (!ht_config_set_has(&s->asked, &draw[i]) && ht_config_set_add(&seen, &draw[i]) == 1) out[n++] = draw[i];
+      if (!ht_config_set_has(&s->asked, &draw[i]) && ht_config_set_add(seen, &draw[i]) == 1) out[n++] = draw[i];
     if ((uint64_t)got >= s->count) break; /* drew the whole space */
   }
   if (2 * n < want && s->count <= (UINT64_C(1) << 24)) {
@@ -328,7 +330,7 @@ static int sample_candidates(mg_state *s, ht_config *out, int max) {
     for (uint64_t k = 0; k < s->count && n < want; k++) {
       ht_config c;
       if (ht_space_get(s->space, (start + k) % s->count, &c)) break;
-      if (!ht_config_set_has(&s->asked, &c) && ht_config_set_add(&seen, &c) == 1) out[n++] = c;
+      if (!ht_config_set_has(&s->asked, &c) && ht_config_set_add(seen, &c) == 1) out[n++] = c;
     }
   }
   for (int i = n - 1; i > 0; i--) { /* random order: ties in the model's ranking break at random */
@@ -337,7 +339,6 @@ static int sample_candidates(mg_state *s, ht_config *out, int max) {
     out[i] = out[j];
     out[j] = t;
   }
-  ht_config_set_free(&seen);
   free(draw);
   return n;
 }
@@ -556,6 +557,7 @@ static void mg_destroy(void *state) {
     ht_log(3, "model_guided: %d refits, on average %.2f ms fit+predict, %.2f ms sampling+selection", s->n_fits, 1e3 * s->fit_s / s->n_fits,
            1e3 * s->rank_s / s->n_fits);
   ht_config_set_free(&s->asked);
+  ht_config_set_free(&s->drawn);
   free(s->obs);
   free(s->time);
   free(s->queue);

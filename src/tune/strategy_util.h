@@ -17,6 +17,8 @@ typedef struct ht_config_set {
 
 void ht_config_set_init(ht_config_set *s);
 void ht_config_set_free(ht_config_set *s);
+/* Empties the set but keeps its memory, for a set refilled again and again. */
+void ht_config_set_clear(ht_config_set *s);
 int ht_config_set_has(const ht_config_set *s, const ht_config *c);
 /* 1 when c was added, 0 when already there, -1 when out of memory. */
 int ht_config_set_add(ht_config_set *s, const ht_config *c);
