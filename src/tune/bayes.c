@@ -460,11 +460,18 @@ static double copula_of(const double *sorted, int n, double lt) {
   return normal_quantile((r + 1.0) / (n + 1.0));
 }
 
-/* The standardised target of a successful time t (the transform of the last targets() call). */
+static double log_time(double t) { return log(t > 1e-30 ? t : 1e-30); }
+
+/* The target of a successful log time before standardising (the transform of the last targets()
+ * call): its copula value, or the log time itself, capped. */
+static double raw_target(const bo *b, double lt) {
+  if (b->copula && b->n_sorted > 0) return copula_of(b->sorted, b->n_sorted, lt);
+  return lt < b->ycap ? lt : b->ycap;
+}
+
+/* The standardised target of a successful time t. */
 static double target_of(const bo *b, double t) {
-  double lt = log(t > 1e-30 ? t : 1e-30);
-  if (b->copula && b->n_sorted > 0) return (copula_of(b->sorted, b->n_sorted, lt) - b->ymean) / b->ysd;
-  return ((lt < b->ycap ? lt : b->ycap) - b->ymean) / b->ysd;
+  return (raw_target(b, log_time(t)) - b->ymean) / b->ysd;
 }
 
 /* Takes observation n_seen into the model: its inputs, the feasibility sums, and the GP when it
@@ -513,31 +520,31 @@ static int targets(bo *b, double *y, int *gi) {
   double *l = malloc(sizeof(double) * (size_t)(b->n_obs + 1));
   int n_ok = 0, n = 0;
   for (int i = 0; l && i < b->n_obs; i++)
-    if (isfinite(b->obs[i].t)) l[n_ok++] = log(b->obs[i].t > 1e-30 ? b->obs[i].t : 1e-30);
+    if (isfinite(b->obs[i].t)) l[n_ok++] = log_time(b->obs[i].t);
   if (l && n_ok > 0) {
     qsort(l, (size_t)n_ok, sizeof(double), cmp_double);
-    lo = l[0];
-    hi = l[n_ok - 1];
-    double med = n_ok % 2 ? l[n_ok / 2] : 0.5 * (l[n_ok / 2 - 1] + l[n_ok / 2]);
-    if (b->clip > 0) cap = med + b->clip * (med - lo) + 1e-3;
-    if (hi > cap) hi = cap;
+    if (b->copula) { /* the sorted times define the transform until the next call */
+      free(b->sorted);
+      b->sorted = l;
+      b->n_sorted = n_ok;
+      l = NULL;
+      lo = copula_of(b->sorted, n_ok, b->sorted[0]);
+      hi = copula_of(b->sorted, n_ok, b->sorted[n_ok - 1]);
+    } else {
+      lo = l[0];
+      hi = l[n_ok - 1];
+      double med = n_ok % 2 ? l[n_ok / 2] : 0.5 * (l[n_ok / 2 - 1] + l[n_ok / 2]);
+      if (b->clip > 0) cap = med + b->clip * (med - lo) + 1e-3;
+      if (hi > cap) hi = cap;
+    }
   }
-  if (b->copula && l && n_ok > 0) {
-    free(b->sorted);
-    b->sorted = l;
-    b->n_sorted = n_ok;
-    lo = copula_of(l, n_ok, l[0]);
-    hi = copula_of(l, n_ok, l[n_ok - 1]);
-    cap = INFINITY;
-  } else
-    free(l);
+  free(l);
+  b->ycap = cap;
   double pen = hi + 0.25 * (hi - lo) + 0.1;
   for (int i = 0; i < b->n_obs; i++)
     if (is_point(b, i)) {
-      double lt = log(b->obs[i].t > 1e-30 ? b->obs[i].t : 1e-30);
       gi[n] = i;
-      if (b->copula && isfinite(b->obs[i].t)) lt = copula_of(b->sorted, b->n_sorted, lt);
-      y[n] = !isfinite(b->obs[i].t) ? pen : lt < cap ? lt : cap;
+      y[n] = isfinite(b->obs[i].t) ? raw_target(b, log_time(b->obs[i].t)) : pen;
       sum += y[n++];
     }
   double mean = n > 0 ? sum / n : 0.0;
@@ -548,7 +555,6 @@ static int targets(bo *b, double *y, int *gi) {
   b->ybest = (lo - mean) / sd;
   b->ymean = mean;
   b->ysd = sd;
-  b->ycap = cap;
   b->ypen = (pen - mean) / sd;
   return n;
 }
@@ -845,7 +851,7 @@ static void bo_tell(void *state, const ht_config *cfg, const ht_result *r) {
   b->obs[b->n_obs].t = ht_objective(r);
   b->obs[b->n_obs].outlier = 0;
   b->n_ok += isfinite(b->obs[b->n_obs].t);
-  b->wall_since += r->wall_s > 0 && isfinite(r->wall_s) ? r->wall_s : 0.0;
+  b->wall_since += ht_eval_wall(r);
   b->n_obs++;
 }
 
@@ -894,15 +900,17 @@ static ht_status bo_init(void **state, ht_space *space, const ht_options *opt, u
   b->kappa = ht_options_double(opt, "kappa", 3.0);
   const char *acq = ht_options_str(opt, "acq", "lcb");
   b->lcb = strcmp(acq, "lcb") == 0;
-  int bad = (!b->lcb && strcmp(acq, "ei") != 0) || (!b->copula && strcmp(target, "log") != 0) || (!b->fail_model && strcmp(fail, "penalty") != 0) || b->n_init < 1 ||
-            b->n_init > 10000 || b->n_cand < 1 || b->n_cand > 1000000 || b->n_local < 0 || b->fit_max < 8 ||
+  int bad = (!b->lcb && strcmp(acq, "ei") != 0) || (!b->copula && strcmp(target, "log") != 0) ||
+            (!b->fail_model && strcmp(fail, "penalty") != 0) || b->n_init < 1 || b->n_init > 10000 ||
+            b->n_cand < 1 || b->n_cand > 1000000 || b->n_local < 0 || b->fit_max < 8 ||
             b->fit_max > 4000 || !isfinite(b->xi) || !(b->kappa >= 0 && b->kappa < 100) ||
             !(b->clip >= 0 && b->clip < 1e6) || !(b->outlier_z >= 0 && b->outlier_z < 1e6) ||
             !(b->share >= 0 && b->share <= 1);
   if (bad) {
     bo_destroy(b);
-    return ht_error(HT_ERR_INVALID, "bayes: options: acq=ei|lcb, target=copula|log, fail=model|penalty, n_init 1..10000, candidates "
-                                    "1..1e6, local >= 0, fit_max 8..4000, kappa, clip, outlier >= 0, refit_share 0..1");
+    return ht_error(HT_ERR_INVALID, "bayes: options: acq=ei|lcb, target=copula|log, fail=model|penalty, n_init "
+                                    "1..10000, candidates 1..1e6, local >= 0, fit_max 8..4000, kappa, clip, "
+                                    "outlier >= 0, refit_share 0..1");
   }
   b->n_th = (b->ard && b->D > 0 ? b->D : 1) + 2;
   *state = b;

@@ -567,7 +567,7 @@ static void mg_tell(void *state, const ht_config *cfg, const ht_result *r) {
   }
   s->obs[s->n_obs] = *cfg;
   s->time[s->n_obs++] = ht_objective(r);
-  s->wall += r->wall_s > 0 && isfinite(r->wall_s) ? r->wall_s : 0.0;
+  s->wall += ht_eval_wall(r);
 }
 
 static void mg_destroy(void *state) {

@@ -32,6 +32,12 @@ static inline double ht_objective(const ht_result *r) {
   return r->status == HT_EVAL_OK && isfinite(r->time_s) ? r->time_s : INFINITY;
 }
 
+/* What an evaluation cost the tuner (its wall time), 0 when unknown: strategies that budget their
+ * own time against the evaluations' read it. */
+static inline double ht_eval_wall(const ht_result *r) {
+  return r->wall_s > 0 && isfinite(r->wall_s) ? r->wall_s : 0.0;
+}
+
 /* Up to max valid configs not in `asked`, drawn uniformly from the space. Returns how many. */
 int ht_sample_unasked(ht_space *space, ht_rng *rng, const ht_config_set *asked, ht_config *out, int max);
 
