@@ -439,6 +439,10 @@ static void test_bad_options(void **state) {
   expect_error(r, 2, "--seed");
   run(r, "tune", path, "--db", F->db, "--quiet", "--timeout", "soon");
   expect_error(r, 2, "--timeout");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--warmup", "-1");
+  expect_error(r, 2, "--warmup -1", "0 or more");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--warmup", "long");
+  expect_error(r, 2, "--warmup long");
   run(r, "tune", path, "--db", F->db, "--quiet", "--budget");
   expect_error(r, 2, "hetune tune: ", "--budget");
   run(r, "tune", "--db", F->db);

@@ -306,11 +306,34 @@ static int teardown(void **state) {
   return rc == 0 ? 0 : -1;
 }
 
+/* --warmup S: untimed runs go on until S seconds have passed, so the evaluation takes at least
+ * that long (a lower bound on a monotonic clock: it cannot flake on a busy machine). */
+static void test_warmup_time(void **state) {
+  (void)state;
+  ht_spec *spec = load(DATA "bad_c.json");
+  ht_runner_options o;
+  fast_options(&o);
+  o.isolate = 0;
+  o.warmup_s = 0.3;
+  ht_runner *r;
+  assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+  ht_result *res = malloc(sizeof *res);
+  ht_config c = config_of(1, 0);
+  assert_int_equal(ht_runner_evaluate(r, &c, res), HT_OK);
+  assert_int_equal(res->status, HT_EVAL_OK);
+  assert_true(res->wall_s >= 0.3);
+  assert_true(res->n_samples >= 2 && res->n_samples <= 5); /* warm-up runs are not samples */
+  free(res);
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_c_failures_are_results),
     cmocka_unit_test(test_opencl_failures_are_results),
     cmocka_unit_test(test_in_process_runner),
+    cmocka_unit_test(test_warmup_time),
     cmocka_unit_test(test_unknown_device_is_an_error),
     cmocka_unit_test(test_tuning_goes_on_after_failures),
     cmocka_unit_test(test_second_tuning_compiles_nothing),

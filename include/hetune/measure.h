@@ -17,7 +17,8 @@ extern "C" {
 #endif
 
 typedef struct ht_runner_options {
-  int warmup;             /* untimed runs before timing (default 1) */
+  int warmup;             /* untimed runs before timing, at least (default 1) */
+  double warmup_s;        /* ...and until this many seconds of wall time have passed (default 0) */
   int min_runs;           /* timed runs at least (default 3, at least 2) */
   int max_runs;           /* timed runs at most (default 50, <= HT_MAX_SAMPLES) */
   double rsd_target;      /* stop when stddev/mean falls below (default 0.10) */

@@ -23,6 +23,7 @@ static const char *help =
   "  --size K=V        override a problem size (repeatable)\n"
   "  --db FILE         database (default hetune.db or $HETUNE_DB)\n"
   "  --timeout S       a kernel run longer than S seconds is a hang (default 10)\n"
+  "  --warmup S        untimed runs for at least S seconds before timing (default 0: one run)\n"
   "  --min-runs N      timed runs at least (default 3)\n"
   "  --max-runs N      timed runs at most (default 50)\n"
   "  --rsd X           stop timing below this relative standard deviation (default 0.10)\n"
@@ -79,6 +80,9 @@ static int parse_runner_options(const cli_args *a, ht_runner_options *ro) {
   int rc = CLI_OK;
   if (!rc && (v = cli_opt(a, "timeout"))) rc = cli_number("tune", "--timeout", v, 0, &ro->timeout_s);
   if (!rc && (v = cli_opt(a, "rsd"))) rc = cli_number("tune", "--rsd", v, 0, &ro->rsd_target);
+  if (!rc && (v = cli_opt(a, "warmup")) && !(rc = cli_number("tune", "--warmup", v, -1e308, &ro->warmup_s)) &&
+      ro->warmup_s < 0)
+    rc = cli_usage_error("tune", "--warmup %s: expected seconds, 0 or more", v);
   if (!rc && (v = cli_opt(a, "min-runs")) && !(rc = cli_integer("tune", "--min-runs", v, 1, &n))) ro->min_runs = (int)n;
   if (!rc && (v = cli_opt(a, "max-runs")) && !(rc = cli_integer("tune", "--max-runs", v, 1, &n))) ro->max_runs = (int)n;
   ro->isolate = !cli_has(a, "in-process");
@@ -131,7 +135,7 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const c
 int cmd_tune(int argc, char **argv) {
   static const char *const flags[] = {"no-reuse", "in-process", "quiet", NULL};
   static const char *const known[] = {"device", "strategy", "options", "budget", "time", "seed", "size", "db",
-                                      "timeout", "min-runs", "max-runs", "rsd", "no-reuse", "in-process", "quiet",
+                                      "timeout", "warmup", "min-runs", "max-runs", "rsd", "no-reuse", "in-process", "quiet",
                                       NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(help, stdout);

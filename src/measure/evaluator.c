@@ -303,8 +303,8 @@ static int enough_samples(const ht_runner_options *o, ht_result *r, double timed
 
 static void measure(run_state *rs, ht_result *r) {
   const ht_runner_options *o = &rs->ev->opt;
-  double k;
-  for (int i = 0; i < o->warmup; i++)
+  double k, t0 = ht_now();
+  for (int i = 0; i < o->warmup || ht_now() - t0 < o->warmup_s; i++)
     if (launch_once(rs, r, &k)) return;
   double timed = 0;
   while (!enough_samples(o, r, timed)) {

@@ -32,6 +32,7 @@ struct ht_runner {
 
 void ht_runner_options_default(ht_runner_options *o) {
   o->warmup = 1;
+  o->warmup_s = 0;
   o->min_runs = 3;
   o->max_runs = 50;
   o->rsd_target = 0.10;
