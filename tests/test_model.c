@@ -128,6 +128,37 @@ static void test_dataset_from_csv(void **state) {
   ht_spec_destroy(s);
 }
 
+/* The same config measured again (a second recording pass, in another file) is one row with the
+ * median of its times, in the place of its first measurement; other devices stay apart. */
+static void test_dataset_merges_repeats(void **state) {
+  (void)state;
+  ht_spec *s = load_spec("examples/vadd/vadd_c.json");
+  ht_feature_set *fs;
+  assert_int_equal(ht_features_create(s, NULL, &fs), HT_OK);
+  char first[4096];
+  snprintf(first, sizeof first, "%s", vadd_csv()); /* write_tmp's path buffer is reused */
+  const char *paths[2] = {first,
+                          write_tmp("vadd_pass2.csv", "kernel,device_id,problem,config,status,time_s\n"
+                                                      "vadd_c,c:0,N=8000,\"NTHREADS=1,CHUNK=0,UNROLL=2\",ok,0.010\n"
+                                                      "vadd_c,c:0,N=1000,\"NTHREADS=1,CHUNK=0,UNROLL=2\",ok,0.003\n"
+                                                      "vadd_c,c:0,N=1000,\"NTHREADS=1,CHUNK=0,UNROLL=2\",ok,0.002\n"
+                                                      "vadd_c,c:0,N=8000,\"NTHREADS=2,CHUNK=0,UNROLL=2\",ok,0.005\n")};
+  ht_dataset *d;
+  if (ht_dataset_from_csv(fs, paths, 2, NULL, &d)) fail_msg("%s", ht_last_error());
+  assert_int_equal(d->n_measured, 8);
+  assert_int_equal(d->n_rows, 5); /* N=8000 NTHREADS=2 on c:0 is new; on opencl it was already there */
+  assert_true(d->y[0] == 0.002);  /* median of 0.001, 0.003, 0.002 */
+  assert_true(d->y[1] == 0.0006);
+  assert_true(fabs(d->y[2] - 0.009) < 1e-15); /* median of two: their mean */
+  assert_true(d->y[3] == 0.004);
+  assert_true(d->y[4] == 0.005);
+  assert_int_equal(d->n_groups, 3);
+  assert_int_equal(d->group[4], d->group[2]);
+  ht_dataset_destroy(d);
+  ht_features_destroy(fs);
+  ht_spec_destroy(s);
+}
+
 static void test_dataset_bad_csv(void **state) {
   (void)state;
   ht_spec *s = load_spec("examples/vadd/vadd_c.json");
@@ -501,6 +532,7 @@ int main(void) {
     cmocka_unit_test(test_features_gemm_opencl),
     cmocka_unit_test(test_features_bad_text),
     cmocka_unit_test(test_dataset_from_csv),
+    cmocka_unit_test(test_dataset_merges_repeats),
     cmocka_unit_test(test_dataset_bad_csv),
     cmocka_unit_test(test_accuracy_values),
     cmocka_unit_test(test_split_largest),

@@ -32,6 +32,7 @@ typedef struct ht_dataset {
   int n_groups;
   double *work;      /* the row's problem size as one number (product of the problem sizes) */
   char **group_label; /* n_groups texts "kernel device problem" (may be NULL) */
+  int n_measured;    /* measurements read: more than n_rows where repeats were merged into their median */
 } ht_dataset;
 
 /* An empty dataset with room for n_rows x n_features (names NULL, values 0). */

@@ -90,6 +90,7 @@ static char *provenance(const cli_args *a, const ht_dataset *d, const ht_accurac
   for (int i = 0; i < d->n_rows; i++) lo = fmin(lo, d->work[i]), hi = fmax(hi, d->work[i]);
   json_object_set_new(p, "sources", src);
   json_object_set_new(p, "rows", json_integer(d->n_rows));
+  json_object_set_new(p, "measurements", json_integer(d->n_measured));
   json_object_set_new(p, "problems", json_integer(d->n_groups));
   json_object_set_new(p, "work_min", json_real(lo));
   json_object_set_new(p, "work_max", json_real(hi));

@@ -131,8 +131,10 @@ static void print_row(const eval_row *r, const out_style *o) {
 static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int holdout, const out_style *o) {
   if (o->tsv) return;
   int markdown = o->markdown;
-  printf("%s: %d rows, %d problems, %d features; %d-fold CV, hold-out of the %d largest sizes\n", s->name, d->n_rows,
-         d->n_groups, d->n_features, folds, holdout);
+  printf("%s: %d rows", s->name, d->n_rows);
+  if (d->n_measured > d->n_rows) printf(" (%d measurements, repeats merged into their median)", d->n_measured);
+  printf(", %d problems, %d features; %d-fold CV, hold-out of the %d largest sizes\n", d->n_groups, d->n_features,
+         folds, holdout);
   if (markdown) {
     printf("\n| model | evaluation | mean err %% | max err %% | R2 (log) | Spearman | top-1 | penalty mean %% | "
            "penalty max %% | fit s | predict ns |\n");

@@ -11,6 +11,7 @@ ht_status ht_dataset_create(int n_rows, int n_features, ht_dataset **out) {
   size_t cells = (size_t)n_rows * (size_t)n_features;
   if (d) {
     d->n_rows = n_rows;
+    d->n_measured = n_rows;
     d->n_features = n_features;
     d->names = calloc((size_t)n_features + 1, sizeof *d->names);
     d->x = calloc(cells + 1, sizeof *d->x);

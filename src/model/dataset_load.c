@@ -14,6 +14,7 @@ typedef struct builder {
   double *x, *y, *work;
   int *group;
   int n, cap;
+  int n_measured; /* rows before repeats were merged */
   char **labels;
   int n_groups;
   int64_t *sizes;
@@ -91,13 +92,91 @@ static ht_status builder_add(builder *b, const char *device, const char *problem
   return HT_OK;
 }
 
+/* ---- repeated measurements ---- */
+
+typedef struct row_key {
+  uint64_t hash; /* of the row's group and features */
+  int row;
+} row_key;
+
+static int cmp_row_key(const void *a, const void *b) {
+  const row_key *x = a, *y = b;
+  if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+static int same_row(const builder *b, int i, int j) {
+  return b->group[i] == b->group[j] &&
+         memcmp(b->x + (size_t)i * b->nf, b->x + (size_t)j * b->nf, (size_t)b->nf * sizeof(double)) == 0;
+}
+
+/* rep[i]: the first row measuring the same config at the same problem on the same device as row i
+ * (same group, same features: the parameters are features, so equal features mean one config). */
+static ht_status find_repeats(const builder *b, int *rep) {
+  row_key *k = malloc((size_t)b->n * sizeof *k);
+  if (!k) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < b->n; i++) {
+    k[i].hash = ht_hash64(b->x + (size_t)i * b->nf, (size_t)b->nf * sizeof(double), (uint64_t)b->group[i] + 1);
+    k[i].row = i;
+    rep[i] = -1;
+  }
+  qsort(k, (size_t)b->n, sizeof *k, cmp_row_key);
+  for (int s = 0, e; s < b->n; s = e) { /* a run of equal hashes, rows ascending */
+    for (e = s + 1; e < b->n && k[e].hash == k[s].hash;) e++;
+    for (int i = s; i < e; i++) {
+      if (rep[k[i].row] >= 0) continue;
+      rep[k[i].row] = k[i].row;
+      for (int j = i + 1; j < e; j++)
+        if (rep[k[j].row] < 0 && same_row(b, k[i].row, k[j].row)) rep[k[j].row] = k[i].row;
+    }
+  }
+  free(k);
+  return HT_OK;
+}
+
+/* Repeated measurements of one config at one problem (several recording passes, a tuning run
+ * repeated) become one row with the median of their times: repeats left as separate rows would
+ * fall on both sides of a cross-validation split and overstate a model's accuracy. */
+static ht_status merge_repeats(builder *b) {
+  int *rep = malloc((size_t)b->n * sizeof *rep), *next = malloc((size_t)b->n * sizeof *next);
+  int *tail = malloc((size_t)b->n * sizeof *tail);
+  double *times = malloc((size_t)b->n * sizeof *times);
+  ht_status st = rep && next && tail && times ? find_repeats(b, rep) : ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; !st && i < b->n; i++) { /* chain each row's repeats, ascending: rep[i] <= i */
+    next[i] = -1;
+    if (rep[i] != i) next[tail[rep[i]]] = i;
+    tail[rep[i]] = i;
+  }
+  int kept = 0;
+  for (int i = 0; !st && i < b->n; i++) {
+    if (rep[i] != i) continue;
+    int n_t = 0;
+    for (int j = i; j >= 0; j = next[j]) times[n_t++] = b->y[j];
+    memmove(b->x + (size_t)kept * b->nf, b->x + (size_t)i * b->nf, (size_t)b->nf * sizeof(double));
+    b->y[kept] = ht_stat_median(times, n_t);
+    b->work[kept] = b->work[i];
+    b->group[kept++] = b->group[i];
+  }
+  if (!st) {
+    b->n_measured = b->n;
+    b->n = kept;
+  }
+  free(rep);
+  free(next);
+  free(tail);
+  free(times);
+  return st;
+}
+
 static ht_status builder_finish(builder *b, const char *source, ht_dataset **out) {
   if (b->n == 0)
     return ht_error(HT_ERR_INVALID, "%s: no successful evaluation of kernel '%s'%s%s", source, b->spec->name,
                     b->device_id ? " on device " : "", b->device_id ? b->device_id : "");
-  ht_dataset *d;
-  ht_status st = ht_dataset_create(b->n, b->nf, &d);
+  ht_status st = merge_repeats(b);
   if (st) return st;
+  ht_dataset *d;
+  if ((st = ht_dataset_create(b->n, b->nf, &d))) return st;
+  d->n_measured = b->n_measured;
   memcpy(d->x, b->x, (size_t)b->n * b->nf * sizeof(double));
   memcpy(d->y, b->y, (size_t)b->n * sizeof(double));
   memcpy(d->work, b->work, (size_t)b->n * sizeof(double));
