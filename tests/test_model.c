@@ -154,6 +154,14 @@ static void test_dataset_merges_repeats(void **state) {
   assert_true(d->y[4] == 0.005);
   assert_int_equal(d->n_groups, 3);
   assert_int_equal(d->group[4], d->group[2]);
+  /* pairs: 0.001/0.003 -> 2, 0.001/0.002 -> 1, 0.003/0.002 -> 0.5, 0.008/0.010 -> 0.25 */
+  assert_int_equal(d->n_repeat_pairs, 4);
+  assert_true(fabs(d->repeat_diff_median - 0.75) < 1e-12);
+  assert_true(fabs(d->repeat_diff_p90 - 1.0) < 1e-12);
+  ht_dataset_destroy(d);
+  if (ht_dataset_from_csv(fs, paths, 1, NULL, &d)) fail_msg("%s", ht_last_error());
+  assert_int_equal(d->n_repeat_pairs, 0); /* no repeats, no noise estimate */
+  assert_true(isnan(d->repeat_diff_median));
   ht_dataset_destroy(d);
   ht_features_destroy(fs);
   ht_spec_destroy(s);

@@ -33,6 +33,10 @@ typedef struct ht_dataset {
   double *work;      /* the row's problem size as one number (product of the problem sizes) */
   char **group_label; /* n_groups texts "kernel device problem" (may be NULL) */
   int n_measured;    /* measurements read: more than n_rows where repeats were merged into their median */
+  /* Label noise seen in the repeats: |a - b| / min(a, b) over every pair of measurements of one
+   * row, median and 90th percentile (NaN without repeats). No model beats its labels' agreement. */
+  int n_repeat_pairs;
+  double repeat_diff_median, repeat_diff_p90;
 } ht_dataset;
 
 /* An empty dataset with room for n_rows x n_features (names NULL, values 0). */

@@ -135,6 +135,10 @@ static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int h
   if (d->n_measured > d->n_rows) printf(" (%d measurements, repeats merged into their median)", d->n_measured);
   printf(", %d problems, %d features; %d-fold CV, hold-out of the %d largest sizes\n", d->n_groups, d->n_features,
          folds, holdout);
+  if (d->n_repeat_pairs > 0)
+    printf("label noise: two measurements of one config at one problem differ by %.1f%% (median of %d pairs), "
+           "%.1f%% at the 90th percentile\n",
+           100 * d->repeat_diff_median, d->n_repeat_pairs, 100 * d->repeat_diff_p90);
   if (markdown) {
     printf("\n| model | evaluation | mean err %% | max err %% | R2 (log) | Spearman | top-1 | penalty mean %% | "
            "penalty max %% | fit s | predict ns |\n");

@@ -1,4 +1,5 @@
 /* Datasets: allocation, subsets and lookup. Building them from measurements is in features.c. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@ ht_status ht_dataset_create(int n_rows, int n_features, ht_dataset **out) {
   if (d) {
     d->n_rows = n_rows;
     d->n_measured = n_rows;
+    d->repeat_diff_median = d->repeat_diff_p90 = NAN;
     d->n_features = n_features;
     d->names = calloc((size_t)n_features + 1, sizeof *d->names);
     d->x = calloc(cells + 1, sizeof *d->x);

@@ -15,6 +15,8 @@ typedef struct builder {
   int *group;
   int n, cap;
   int n_measured; /* rows before repeats were merged */
+  int n_repeat_pairs;
+  double repeat_diff_median, repeat_diff_p90;
   char **labels;
   int n_groups;
   int64_t *sizes;
@@ -134,6 +136,11 @@ static ht_status find_repeats(const builder *b, int *rep) {
   return HT_OK;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 /* Repeated measurements of one config at one problem (several recording passes, a tuning run
  * repeated) become one row with the median of their times: repeats left as separate rows would
  * fall on both sides of a cross-validation split and overstate a model's accuracy. */
@@ -148,10 +155,16 @@ static ht_status merge_repeats(builder *b) {
     tail[rep[i]] = i;
   }
   int kept = 0;
+  ht_buf diffs = {0}; /* relative differences of the pairs of repeats, doubles */
   for (int i = 0; !st && i < b->n; i++) {
     if (rep[i] != i) continue;
     int n_t = 0;
     for (int j = i; j >= 0; j = next[j]) times[n_t++] = b->y[j];
+    for (int u = 0; u < n_t; u++)
+      for (int v = u + 1; v < n_t; v++) {
+        double d = fabs(times[u] - times[v]) / fmin(times[u], times[v]);
+        ht_buf_append_bytes(&diffs, &d, sizeof d);
+      }
     memmove(b->x + (size_t)kept * b->nf, b->x + (size_t)i * b->nf, (size_t)b->nf * sizeof(double));
     b->y[kept] = ht_stat_median(times, n_t);
     b->work[kept] = b->work[i];
@@ -160,7 +173,14 @@ static ht_status merge_repeats(builder *b) {
   if (!st) {
     b->n_measured = b->n;
     b->n = kept;
+    int n_d = diffs.failed ? 0 : (int)(diffs.len / sizeof(double));
+    double *d = (double *)diffs.data;
+    if (n_d) qsort(d, (size_t)n_d, sizeof *d, cmp_double);
+    b->n_repeat_pairs = n_d;
+    b->repeat_diff_median = n_d ? ht_stat_median(d, n_d) : NAN;
+    b->repeat_diff_p90 = n_d ? d[(int)(0.9 * (n_d - 1))] : NAN;
   }
+  ht_buf_free(&diffs);
   free(rep);
   free(next);
   free(tail);
@@ -177,6 +197,9 @@ static ht_status builder_finish(builder *b, const char *source, ht_dataset **out
   ht_dataset *d;
   if ((st = ht_dataset_create(b->n, b->nf, &d))) return st;
   d->n_measured = b->n_measured;
+  d->n_repeat_pairs = b->n_repeat_pairs;
+  d->repeat_diff_median = b->repeat_diff_median;
+  d->repeat_diff_p90 = b->repeat_diff_p90;
   memcpy(d->x, b->x, (size_t)b->n * b->nf * sizeof(double));
   memcpy(d->y, b->y, (size_t)b->n * sizeof(double));
   memcpy(d->work, b->work, (size_t)b->n * sizeof(double));
