@@ -8,10 +8,13 @@
 # Writes bench/prediction/results.tsv (one line per kernel x model x evaluation) and prints the
 # markdown tables. HETUNE picks the binary (default build/hetune); OPTIONS passes model options;
 # REPORT_ONLY=1 prints the tables of the existing results.tsv without evaluating again.
+# Every recording of a kernel is used (data/datasets/<kernel>.csv and the repeated measurements
+# data/datasets/pass*/<kernel>.csv): repeats merge into the median of their times. PASSES=main
+# uses the main recording only. RESULTS=path writes the results elsewhere.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 hetune=${HETUNE:-$root/build/hetune}
-out=$root/bench/prediction/results.tsv
+out=${RESULTS:-$root/bench/prediction/results.tsv}
 kinds=${1:-}
 
 # name  spec  class  device-kind
@@ -30,8 +33,12 @@ reduction_opencl reduction/reduction_opencl.json memory device"
 [ "${REPORT_ONLY:-0}" = 1 ] || echo "$datasets" | while read -r name spec class dev; do
   csv=$root/data/datasets/$name.csv
   [ -f "$csv" ] || { echo "report: $csv missing, skipped" >&2; continue; }
-  echo "report: $name" >&2
-  "$hetune" model eval "$root/examples/$spec" --data "$csv" --tsv ${kinds:+--kinds "$kinds"} \
+  set -- --data "$csv"
+  if [ "${PASSES:-all}" = all ]; then
+    for p in "$root"/data/datasets/pass*/"$name.csv"; do if [ -f "$p" ]; then set -- "$@" --data "$p"; fi; done
+  fi
+  echo "report: $name ($(($# / 2)) recording(s))" >&2
+  "$hetune" model eval "$root/examples/$spec" "$@" --tsv ${kinds:+--kinds "$kinds"} \
     ${OPTIONS:+--options "$OPTIONS"} | sed "s/\$/\t$class\t$dev/" >>"$out"
 done
 

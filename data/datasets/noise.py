@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
-"""Label noise: relative difference |t2 - t1| / t1 between the main recording (t1, DATASETS/<k>.csv)
-and the separate re-measurement (t2, NOISE_DIR/<k>.csv) of the same (size, config).
-usage: python3 noise.py DATASETS_DIR NOISE_DIR"""
+"""Label noise: how well two measurements of the same (problem size, config) agree.
+
+usage: python3 noise.py [-v] DATASETS_DIR OTHER_DIR [OTHER_DIR...]
+
+Compares every pair of recordings of a kernel: DATASETS_DIR/<k>.csv (the main recording) and each
+OTHER_DIR/<k>.csv (a re-measurement: `record.sh noise` or a PASS=N recording). One line per kernel,
+pooled over the pairs of recordings: the relative difference |t2 - t1| / min(t1, t2) of each
+(size, config) both measured (median, 90th percentile, max), Spearman's rank correlation of the
+configs of one size, and the penalty of trusting one recording's fastest config, judged by the
+other (both means over sizes and pairs). -v adds one line per pair of recordings and per size."""
 import csv
 import glob
+import itertools
 import os
 import statistics
 import sys
@@ -14,36 +22,82 @@ def times(path):
             for r in csv.DictReader(open(path, newline='')) if r['status'] == 'ok'}
 
 
+def ranks(x):
+    order = sorted(range(len(x)), key=x.__getitem__)
+    r = [0] * len(x)
+    for pos, i in enumerate(order):
+        r[i] = pos
+    return r
+
+
 def spearman(a, b):
-    """Rank correlation of two equally long lists (no ties expected in measured times)."""
-    ra = {i: r for r, i in enumerate(sorted(range(len(a)), key=a.__getitem__))}
-    rb = {i: r for r, i in enumerate(sorted(range(len(b)), key=b.__getitem__))}
-    n = len(a)
-    return 1 - 6 * sum((ra[i] - rb[i]) ** 2 for i in range(n)) / (n * (n * n - 1))
+    """Rank correlation of two equally long lists (measured times: no ties expected)."""
+    ra, rb, n = ranks(a), ranks(b), len(a)
+    return 1 - 6 * sum((x - y) ** 2 for x, y in zip(ra, rb)) / (n * (n * n - 1)) if n > 1 else 1.0
 
 
-def main(ds, nd):
+def penalty(a, b):
+    """Percent by which a's fastest config is slower than the fastest, both judged by b, and back."""
+    pa = b[a.index(min(a))] / min(b) - 1
+    pb = a[b.index(min(b))] / min(a) - 1
+    return 100 * (pa + pb) / 2
+
+
+def p90(d):
+    return sorted(d)[int(0.9 * (len(d) - 1))]
+
+
+def compare(t1, t2, verbose):
+    """Recording t1 against t2: relative differences, and per size Spearman and penalty."""
+    sizes = {}
+    for key in t1.keys() & t2.keys():
+        sizes.setdefault(key[0], []).append((t1[key], t2[key]))
+    diffs, rhos, pens = [], [], []
+    for size, pairs in sorted(sizes.items()):
+        a, b = zip(*pairs)
+        d = [abs(x - y) / min(x, y) for x, y in pairs]
+        diffs += d
+        rhos.append(spearman(a, b))
+        pens.append(penalty(a, b))
+        if verbose:
+            print('    %-28s pairs %3d  diff median %5.1f%%  max %6.1f%%  spearman %.2f  penalty %.1f%%' % (
+                size, len(d), 100 * statistics.median(d), 100 * max(d), rhos[-1], pens[-1]))
+    return diffs, rhos, pens
+
+
+def line(kernel, label, diffs, rhos, pens):
+    print('| %s | %s | %d | %.1f | %.1f | %.1f | %.2f | %.1f |' % (
+        kernel, label, len(diffs), 100 * statistics.median(diffs), 100 * p90(diffs), 100 * max(diffs),
+        statistics.mean(rhos), statistics.mean(pens)))
+
+
+def main(argv):
+    verbose = '-v' in argv
+    dirs = [a for a in argv if a != '-v']
+    if len(dirs) < 2:
+        sys.exit(__doc__)
+    names = ['main'] + [os.path.basename(os.path.normpath(d)) for d in dirs[1:]]
+    print('| kernel | recordings | pairs | diff median % | diff p90 % | diff max % | Spearman | penalty % |')
+    print('|---|---|---|---|---|---|---|---|')
     everything = []
-    for path in sorted(glob.glob(os.path.join(nd, '*.csv'))):
-        k = os.path.basename(path)[:-4]
-        t1, t2 = times(os.path.join(ds, k + '.csv')), times(path)
-        per_size, pairs = {}, {}
-        for key in t2:
-            if key in t1:
-                per_size.setdefault(key[0], []).append(abs(t2[key] - t1[key]) / t1[key])
-                pairs.setdefault(key[0], []).append((t1[key], t2[key]))
-        for size, d in sorted(per_size.items()):
-            everything += d
-            a, b = zip(*pairs[size])
-            print('%-18s %-24s pairs %2d  rel. diff median %5.1f%%  p90 %5.1f%%  max %5.1f%%  spearman %.2f'
-                  '  best of 2nd within %.0f%% of best of 1st' % (
-                      k, size, len(d), 100 * statistics.median(d), 100 * sorted(d)[int(0.9 * (len(d) - 1))],
-                      100 * max(d), spearman(a, b), 100 * (a[b.index(min(b))] / min(a) - 1)))
+    kernels = sorted({os.path.basename(p)[:-4] for d in dirs[1:] for p in glob.glob(os.path.join(d, '*.csv'))})
+    for k in kernels:
+        rec = [(n, os.path.join(d, k + '.csv')) for n, d in zip(names, dirs)]
+        rec = [(n, times(p)) for n, p in rec if os.path.exists(p)]
+        pooled = ([], [], [])
+        for (n1, t1), (n2, t2) in itertools.combinations(rec, 2):
+            if verbose:
+                print('  %s: %s / %s' % (k, n1, n2))
+            for acc, part in zip(pooled, compare(t1, t2, verbose)):
+                acc += part
+        if pooled[0]:
+            line(k, '%d recordings' % len(rec), *pooled)
+            everything += pooled[0]
     if everything:
-        print('all: %d pairs, relative difference median %.1f%%, mean %.1f%%, max %.1f%%' % (
+        print('\nall: %d pairs, relative difference median %.1f%%, mean %.1f%%, max %.1f%%' % (
             len(everything), 100 * statistics.median(everything), 100 * statistics.mean(everything),
             100 * max(everything)))
 
 
 if __name__ == '__main__':
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1:])

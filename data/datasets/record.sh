@@ -10,6 +10,10 @@
 #                                              predicts) from their databases, measure them again
 #        data/datasets/record.sh noise         label noise: re-measure 20 configs at 2 sizes of
 #                                              3 kernels in separate databases, compare (noise.py)
+#        PASS=N data/datasets/record.sh [KERNEL...]  measure the same rows again (N = 2..9) into
+#                                              db/passN/ and data/datasets/passN/; model eval and
+#                                              bench/prediction/report.sh merge the repeats of a
+#                                              row into their median
 # Re-runnable: each kernel has its own database db/<kernel>.db; configs already stored for a size
 # are reused, not measured again, so an interrupted run resumes. FRESH=1 deletes a kernel's
 # database (and compile cache) first. HETUNE=path picks the binary (default build/hetune),
@@ -22,7 +26,16 @@ ex=$here/../../examples
 hetune=${HETUNE:-$here/../../build/hetune}
 db_dir=${DB_DIR:-$here/db}
 seed=7
-mkdir -p "$db_dir"
+# PASS=N (N >= 2): a repeated measurement of the same rows, in fresh databases ($db_dir/passN/),
+# exported to $here/passN/; the compile cache is shared with the main recording.
+cache_dir=$db_dir/cache
+out_dir=$here
+if [ -n "${PASS:-}" ]; then
+  case $PASS in [2-9]) ;; *) echo "record.sh: PASS=$PASS: expected 2..9" >&2; exit 2 ;; esac
+  db_dir=$db_dir/pass$PASS
+  out_dir=$here/pass$PASS
+fi
+mkdir -p "$db_dir" "$out_dir"
 log=$db_dir/progress.log
 say() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 
@@ -30,7 +43,7 @@ say() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 measure() {
   name=$1 spec=$2 device=$3 nconf=$4 db=$5
   shift 5
-  export HETUNE_CACHE_DIR="$db_dir/cache/$name"
+  export HETUNE_CACHE_DIR="$cache_dir/${name#noise_}"
   for size in "$@"; do
     set --
     for kv in $(echo "$size" | tr ',' ' '); do set -- "$@" --size "$kv"; done
@@ -48,11 +61,11 @@ measure() {
 record() {
   name=$1 spec=$2 device=$3 nconf=$4
   shift 4
-  [ "${FRESH:-0}" = 1 ] && rm -rf "$db_dir/$name.db" "$db_dir/cache/$name" "$db_dir/$name.tune.log"
-  say "$name: start ($nconf configs x $# sizes)"
+  [ "${FRESH:-0}" = 1 ] && rm -rf "$db_dir/$name.db" "$cache_dir/$name" "$db_dir/$name.tune.log"
+  say "$name: start ($nconf configs x $# sizes)${PASS:+, pass $PASS}"
   measure "$name" "$spec" "$device" "$nconf" "$db_dir/$name.db" "$@"
-  "$hetune" export --format csv --kernel "$name" --db "$db_dir/$name.db" --output "$here/$name.csv"
-  say "$name: $(($(wc -l <"$here/$name.csv") - 1)) rows written to $here/$name.csv"
+  "$hetune" export --format csv --kernel "$name" --db "$db_dir/$name.db" --output "$out_dir/$name.csv"
+  say "$name: $(($(wc -l <"$out_dir/$name.csv") - 1)) rows written to $out_dir/$name.csv"
 }
 
 # Problem-size grids, smallest to largest work; the last 2-3 are the extrapolation hold-out.
@@ -89,10 +102,10 @@ gemm_opencl() { record gemm_opencl "$ex/gemm/gemm_opencl.json" opencl 30 \
   M=512,N=512,K=512 M=768,N=768,K=512 M=768,N=768,K=768 M=1024,N=1024,K=1024; }
 
 # Label noise: the first 20 configs of the same seed, at a middle and a large size, measured
-# again in separate databases (cold compile cache) after the main recording.
+# again in separate databases after the main recording.
 noise() {
   nd=$db_dir/noise
-  rm -rf "$nd" "$db_dir/cache/noise_"*
+  rm -rf "$nd"
   mkdir -p "$nd"
   say "noise: start"
   measure noise_gemm_c "$ex/gemm/gemm_c.json" c 20 "$nd/gemm_c.db" M=512,N=512,K=512 M=1024,N=1024,K=1024
