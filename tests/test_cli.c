@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "hetune/hetune.h"
 
 #define RUN_TIMEOUT_S 120
@@ -247,6 +249,52 @@ static void test_good_spec_tunes(void **state) {
   if (r->rc) fail_msg("good spec failed: %s", r->err);
   assert_non_null(strstr(r->out, "best: U="));
   assert_string_equal(r->err, "");
+  free(r);
+}
+
+static void exec_sql(const char *db, const char *sql) {
+  sqlite3 *h;
+  assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+  char *err = NULL;
+  if (sqlite3_exec(h, sql, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s: %s", sql, err);
+  sqlite3_close(h);
+}
+
+/* `best` judges a config measured several times by the median of its measurements: U=1's one
+ * lucky 1 ms among two 5 ms measurements loses to U=2's single 2 ms. */
+static void test_best_uses_median_of_repeats(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  char db[300], path[256];
+  snprintf(db, sizeof db, "%s/best.db", F->dir);
+  snprintf(path, sizeof path, "%s", spec("best.json", "\"name\": \"k\""));
+  run(r, "tune", path, "--db", db, "--quiet");
+  if (r->rc) fail_msg("tune failed: %s", r->err);
+  exec_sql(db, "UPDATE evaluations SET time_s = CASE config_key WHEN 'U=1' THEN 0.001 WHEN 'U=2' THEN 0.002 "
+               "ELSE 0.003 END");
+  run(r, "best", path, "--db", db);
+  assert_int_equal(r->rc, 0);
+  assert_non_null(strstr(r->out, "U=1\n  1 ms on c:0"));
+  exec_sql(db, "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key, config_json, "
+               "status, time_s, n_samples, samples_json, timestamp) SELECT session_id, kernel_id, device_id, "
+               "problem_id, config_key, config_json, status, 0.005, n_samples, samples_json, timestamp + 1 "
+               "FROM evaluations WHERE config_key = 'U=1'");
+  exec_sql(db, "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key, config_json, "
+               "status, time_s, n_samples, samples_json, timestamp) SELECT session_id, kernel_id, device_id, "
+               "problem_id, config_key, config_json, status, 0.005, n_samples, samples_json, timestamp + 2 "
+               "FROM evaluations WHERE config_key = 'U=1' AND time_s = 0.001");
+  run(r, "best", path, "--db", db);
+  assert_int_equal(r->rc, 0);
+  if (!strstr(r->out, "U=2\n  2 ms on c:0")) fail_msg("best: %s", r->out);
+  /* U=2 measured again at 9 ms (median of two: 5.5 ms), U=4 at 3.1 ms (3.05 ms): U=4 is best */
+  exec_sql(db, "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key, config_json, "
+               "status, time_s, n_samples, samples_json, timestamp) SELECT session_id, kernel_id, device_id, "
+               "problem_id, config_key, config_json, status, CASE config_key WHEN 'U=2' THEN 0.009 ELSE 0.0031 "
+               "END, n_samples, samples_json, timestamp + 1 FROM evaluations WHERE config_key IN ('U=2', 'U=4')");
+  run(r, "best", path, "--db", db);
+  assert_int_equal(r->rc, 0);
+  if (!strstr(r->out, "U=4\n  3.05 ms on c:0") || !strstr(r->out, "(median of 2 measurements)"))
+    fail_msg("best: %s", r->out);
   free(r);
 }
 
@@ -676,7 +724,7 @@ static void test_replay_and_bench(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_good_spec_tunes),    cmocka_unit_test(test_json_syntax_error),
+    cmocka_unit_test(test_good_spec_tunes),    cmocka_unit_test(test_best_uses_median_of_repeats),    cmocka_unit_test(test_json_syntax_error),
     cmocka_unit_test(test_wrong_field_types),  cmocka_unit_test(test_missing_fields),
     cmocka_unit_test(test_unknown_words),      cmocka_unit_test(test_bad_parameters),
     cmocka_unit_test(test_bad_expressions),    cmocka_unit_test(test_unknown_names),

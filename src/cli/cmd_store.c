@@ -15,32 +15,111 @@ static int open_readonly(const cli_args *a, ht_store **st) {
 
 /* ---- best ---- */
 
+/* A config measured more than once (tune --no-reuse, several sessions) is judged by the median of
+ * its measurements, not by its luckiest one: with noisy timings the minimum over repeats favours
+ * whichever config was measured most often. */
+typedef struct best_row {
+  char *device, *config;
+  double time;
+  int64_t eval_id;
+} best_row;
+
 typedef struct best_ctx {
   const char *source_hash;
-  int found;
-  double time;
-  char config[1024], device[64];
+  best_row *rows;
+  int n, cap, failed;
+  int64_t want_id; /* second pass: the evaluation to print */
   ht_result result;
 } best_ctx;
 
-static int collect_best(const ht_eval_record *rec, void *ctx) {
+static int collect_rows(const ht_eval_record *rec, void *ctx) {
   best_ctx *b = ctx;
   if (strcmp(rec->source_hash, b->source_hash) != 0 || rec->result.status != HT_EVAL_OK) return 0;
-  if (!b->found || rec->result.time_s < b->time) {
-    b->found = 1;
-    b->time = rec->result.time_s;
-    b->result = rec->result;
-    snprintf(b->config, sizeof b->config, "%s", rec->config_key);
-    snprintf(b->device, sizeof b->device, "%s", rec->device_id);
+  if (b->n == b->cap) {
+    int cap = b->cap ? 2 * b->cap : 64;
+    best_row *r = realloc(b->rows, (size_t)cap * sizeof *r);
+    if (!r) return b->failed = 1;
+    b->rows = r;
+    b->cap = cap;
   }
+  best_row *r = &b->rows[b->n];
+  r->device = ht_strdup(rec->device_id);
+  r->config = ht_strdup(rec->config_key);
+  r->time = rec->result.time_s;
+  r->eval_id = rec->eval_id;
+  if (!r->device || !r->config) {
+    free(r->device);
+    free(r->config);
+    return b->failed = 1;
+  }
+  b->n++;
   return 0;
+}
+
+static int fetch_result(const ht_eval_record *rec, void *ctx) {
+  best_ctx *b = ctx;
+  if (rec->eval_id != b->want_id) return 0;
+  b->result = rec->result;
+  return 1;
+}
+
+static int cmp_best_row(const void *x, const void *y) {
+  const best_row *a = x, *b = y;
+  int c = strcmp(a->device, b->device);
+  if (!c) c = strcmp(a->config, b->config);
+  if (!c) c = (a->time > b->time) - (a->time < b->time);
+  return c;
+}
+
+/* The (device, config) with the lowest median time; *median, *count: its median and measurements;
+ * returns the row closest to that median (the latest of equals), or NULL when there are no rows. */
+static const best_row *best_of_rows(best_ctx *b, double *median, int *count) {
+  qsort(b->rows, (size_t)b->n, sizeof *b->rows, cmp_best_row);
+  const best_row *best = NULL;
+  for (int s = 0, e; s < b->n; s = e) {
+    for (e = s + 1; e < b->n && !strcmp(b->rows[e].device, b->rows[s].device) &&
+                    !strcmp(b->rows[e].config, b->rows[s].config);)
+      e++;
+    int m = e - s; /* sorted by time: the middle one, or the mean of the middle two */
+    double med = m % 2 ? b->rows[s + m / 2].time : 0.5 * (b->rows[s + m / 2 - 1].time + b->rows[s + m / 2].time);
+    if (best && !(med < *median)) continue;
+    const best_row *near = &b->rows[s];
+    for (int i = s; i < e; i++)
+      if (fabs(b->rows[i].time - med) < fabs(near->time - med) ||
+          (fabs(b->rows[i].time - med) == fabs(near->time - med) && b->rows[i].eval_id > near->eval_id))
+        near = &b->rows[i];
+    best = near;
+    *median = med;
+    *count = m;
+  }
+  return best;
+}
+
+static void best_free(best_ctx *b) {
+  for (int i = 0; i < b->n; i++) {
+    free(b->rows[i].device);
+    free(b->rows[i].config);
+  }
+  free(b->rows);
+  free(b);
+}
+
+static void print_best(const best_row *r, const ht_result *res, double median, int count, const char *problem) {
+  printf("%s\n", r->config);
+  printf("  %.6g ms on %s for %s", median * 1e3, r->device, problem);
+  if (count > 1) printf(" (median of %d measurements)", count);
+  else printf(" (median of %d runs)", res->n_samples);
+  for (int i = 0; i < res->n_metrics; i++) printf("  %s: %.4g", res->metrics[i].name, res->metrics[i].value);
+  printf("\n");
 }
 
 int cmd_best(int argc, char **argv) {
   static const char *const known[] = {"device", "size", "db", NULL};
   if (cli_wants_help(argc, argv)) {
     puts("usage: hetune best SPEC [--device D] [--size K=V]... [--db FILE]\n\n"
-         "Prints the fastest stored config of SPEC for its problem sizes (and device, if given).");
+         "Prints the fastest stored config of SPEC for its problem sizes (and device, if given). A config\n"
+         "measured more than once (tune --no-reuse, several sessions) counts with the median of its\n"
+         "measurements.");
     return CLI_OK;
   }
   cli_args a;
@@ -59,20 +138,25 @@ int cmd_best(int argc, char **argv) {
   ht_spec_problem_key(spec, problem, sizeof problem);
   ht_eval_filter f = {spec->name, cli_opt(&a, "device"), problem, 1};
   best_ctx *b = calloc(1, sizeof *b);
-  b->source_hash = spec->source_hash;
-  if (ht_store_each_eval(st, &f, collect_best, b)) rc = cli_fail("best");
-  else if (!b->found) {
-    fprintf(stderr, "hetune best: no successful evaluation of %s for %s%s%s in %s\n", spec->name, problem,
-            f.device_id ? " on " : "", f.device_id ? f.device_id : "", cli_db_path(&a));
-    rc = CLI_ERROR;
-  } else {
-    printf("%s\n", b->config);
-    printf("  %.6g ms on %s for %s (median of %d runs)", b->time * 1e3, b->device, problem, b->result.n_samples);
-    for (int i = 0; i < b->result.n_metrics; i++)
-      printf("  %s: %.4g", b->result.metrics[i].name, b->result.metrics[i].value);
-    printf("\n");
+  double median = 0;
+  int count = 0;
+  const best_row *r = NULL;
+  if (!b) rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));
+  else {
+    b->source_hash = spec->source_hash;
+    if (ht_store_each_eval(st, &f, collect_rows, b)) rc = cli_fail("best");
+    else if (b->failed) rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));
+    else if (!(r = best_of_rows(b, &median, &count))) {
+      fprintf(stderr, "hetune best: no successful evaluation of %s for %s%s%s in %s\n", spec->name, problem,
+              f.device_id ? " on " : "", f.device_id ? f.device_id : "", cli_db_path(&a));
+      rc = CLI_ERROR;
+    } else {
+      b->want_id = r->eval_id;
+      if (ht_store_each_eval(st, &f, fetch_result, b)) rc = cli_fail("best");
+      else print_best(r, &b->result, median, count, problem);
+    }
+    best_free(b);
   }
-  free(b);
   ht_store_close(st);
   ht_spec_destroy(spec);
   return rc;
