@@ -295,6 +295,16 @@ static void test_best_uses_median_of_repeats(void **state) {
   assert_int_equal(r->rc, 0);
   if (!strstr(r->out, "U=4\n  3.05 ms on c:0") || !strstr(r->out, "(median of 2 measurements)"))
     fail_msg("best: %s", r->out);
+  /* show lists configs by the same medians, with how often each was measured */
+  run(r, "show", "k", "--db", db);
+  assert_int_equal(r->rc, 0);
+  const char *list = strstr(r->out, "fastest configs of k"); /* the session table above holds times too */
+  const char *u4 = list ? strstr(list, " 3.05 ms") : NULL, *u1 = u4 ? strstr(u4 + 8, " 5 ms") : NULL;
+  const char *u2 = u1 ? strstr(u1, " 5.5 ms") : NULL;
+  if (!u2 || !strstr(u4, "U=4  (x2)") || !strstr(u1, "U=1  (x3)") || !strstr(u2, "U=2  (x2)")) {
+    print_message("show:\n%s\n", r->out);
+    fail();
+  }
   free(r);
 }
 

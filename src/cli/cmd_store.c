@@ -19,22 +19,29 @@ static int open_readonly(const cli_args *a, ht_store **st) {
  * its measurements, not by its luckiest one: with noisy timings the minimum over repeats favours
  * whichever config was measured most often. */
 typedef struct best_row {
-  char *device, *config;
+  char *device, *problem, *config;
   double time;
   int64_t eval_id;
 } best_row;
 
 typedef struct best_ctx {
-  const char *source_hash;
+  const char *source_hash; /* NULL: any version of the kernel */
   best_row *rows;
   int n, cap, failed;
   int64_t want_id; /* second pass: the evaluation to print */
   ht_result result;
 } best_ctx;
 
+/* One (device, problem, config): its median time and the measurement nearest to it. */
+typedef struct row_group {
+  const best_row *near;
+  double median;
+  int count;
+} row_group;
+
 static int collect_rows(const ht_eval_record *rec, void *ctx) {
   best_ctx *b = ctx;
-  if (strcmp(rec->source_hash, b->source_hash) != 0 || rec->result.status != HT_EVAL_OK) return 0;
+  if (rec->result.status != HT_EVAL_OK || (b->source_hash && strcmp(rec->source_hash, b->source_hash) != 0)) return 0;
   if (b->n == b->cap) {
     int cap = b->cap ? 2 * b->cap : 64;
     best_row *r = realloc(b->rows, (size_t)cap * sizeof *r);
@@ -44,11 +51,13 @@ static int collect_rows(const ht_eval_record *rec, void *ctx) {
   }
   best_row *r = &b->rows[b->n];
   r->device = ht_strdup(rec->device_id);
+  r->problem = ht_strdup(rec->problem);
   r->config = ht_strdup(rec->config_key);
   r->time = rec->result.time_s;
   r->eval_id = rec->eval_id;
-  if (!r->device || !r->config) {
+  if (!r->device || !r->problem || !r->config) {
     free(r->device);
+    free(r->problem);
     free(r->config);
     return b->failed = 1;
   }
@@ -63,51 +72,58 @@ static int fetch_result(const ht_eval_record *rec, void *ctx) {
   return 1;
 }
 
+static int same_group(const best_row *a, const best_row *b) {
+  return !strcmp(a->device, b->device) && !strcmp(a->problem, b->problem) && !strcmp(a->config, b->config);
+}
+
 static int cmp_best_row(const void *x, const void *y) {
   const best_row *a = x, *b = y;
   int c = strcmp(a->device, b->device);
+  if (!c) c = strcmp(a->problem, b->problem);
   if (!c) c = strcmp(a->config, b->config);
   if (!c) c = (a->time > b->time) - (a->time < b->time);
   return c;
 }
 
-/* The (device, config) with the lowest median time; *median, *count: its median and measurements;
- * returns the row closest to that median (the latest of equals), or NULL when there are no rows. */
-static const best_row *best_of_rows(best_ctx *b, double *median, int *count) {
+static int cmp_group_median(const void *x, const void *y) {
+  const row_group *a = x, *b = y;
+  return (a->median > b->median) - (a->median < b->median);
+}
+
+/* The rows grouped by (device, problem, config), in that order; NULL when out of memory. */
+static row_group *group_rows(best_ctx *b, int *n_groups) {
   qsort(b->rows, (size_t)b->n, sizeof *b->rows, cmp_best_row);
-  const best_row *best = NULL;
+  row_group *g = malloc(((size_t)b->n + 1) * sizeof *g);
+  *n_groups = 0;
+  if (!g) return NULL;
   for (int s = 0, e; s < b->n; s = e) {
-    for (e = s + 1; e < b->n && !strcmp(b->rows[e].device, b->rows[s].device) &&
-                    !strcmp(b->rows[e].config, b->rows[s].config);)
-      e++;
+    for (e = s + 1; e < b->n && same_group(&b->rows[e], &b->rows[s]);) e++;
     int m = e - s; /* sorted by time: the middle one, or the mean of the middle two */
     double med = m % 2 ? b->rows[s + m / 2].time : 0.5 * (b->rows[s + m / 2 - 1].time + b->rows[s + m / 2].time);
-    if (best && !(med < *median)) continue;
     const best_row *near = &b->rows[s];
-    for (int i = s; i < e; i++)
-      if (fabs(b->rows[i].time - med) < fabs(near->time - med) ||
-          (fabs(b->rows[i].time - med) == fabs(near->time - med) && b->rows[i].eval_id > near->eval_id))
-        near = &b->rows[i];
-    best = near;
-    *median = med;
-    *count = m;
+    for (int i = s; i < e; i++) {
+      double d = fabs(b->rows[i].time - med), dn = fabs(near->time - med);
+      if (d < dn || (d == dn && b->rows[i].eval_id > near->eval_id)) near = &b->rows[i];
+    }
+    g[(*n_groups)++] = (row_group){near, med, m};
   }
-  return best;
+  return g;
 }
 
 static void best_free(best_ctx *b) {
   for (int i = 0; i < b->n; i++) {
     free(b->rows[i].device);
+    free(b->rows[i].problem);
     free(b->rows[i].config);
   }
   free(b->rows);
   free(b);
 }
 
-static void print_best(const best_row *r, const ht_result *res, double median, int count, const char *problem) {
-  printf("%s\n", r->config);
-  printf("  %.6g ms on %s for %s", median * 1e3, r->device, problem);
-  if (count > 1) printf(" (median of %d measurements)", count);
+static void print_best(const row_group *g, const ht_result *res) {
+  printf("%s\n", g->near->config);
+  printf("  %.6g ms on %s for %s", g->median * 1e3, g->near->device, g->near->problem);
+  if (g->count > 1) printf(" (median of %d measurements)", g->count);
   else printf(" (median of %d runs)", res->n_samples);
   for (int i = 0; i < res->n_metrics; i++) printf("  %s: %.4g", res->metrics[i].name, res->metrics[i].value);
   printf("\n");
@@ -138,23 +154,27 @@ int cmd_best(int argc, char **argv) {
   ht_spec_problem_key(spec, problem, sizeof problem);
   ht_eval_filter f = {spec->name, cli_opt(&a, "device"), problem, 1};
   best_ctx *b = calloc(1, sizeof *b);
-  double median = 0;
-  int count = 0;
-  const best_row *r = NULL;
+  row_group *g = NULL;
+  int n_groups = 0;
   if (!b) rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));
   else {
     b->source_hash = spec->source_hash;
     if (ht_store_each_eval(st, &f, collect_rows, b)) rc = cli_fail("best");
-    else if (b->failed) rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));
-    else if (!(r = best_of_rows(b, &median, &count))) {
+    else if (b->failed || !(g = group_rows(b, &n_groups)))
+      rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));
+    else if (n_groups == 0) {
       fprintf(stderr, "hetune best: no successful evaluation of %s for %s%s%s in %s\n", spec->name, problem,
               f.device_id ? " on " : "", f.device_id ? f.device_id : "", cli_db_path(&a));
       rc = CLI_ERROR;
     } else {
-      b->want_id = r->eval_id;
+      const row_group *best = &g[0]; /* the first of equal medians, in (device, config) order */
+      for (int i = 1; i < n_groups; i++)
+        if (g[i].median < best->median) best = &g[i];
+      b->want_id = best->near->eval_id;
       if (ht_store_each_eval(st, &f, fetch_result, b)) rc = cli_fail("best");
-      else print_best(r, &b->result, median, count, problem);
+      else print_best(best, &b->result);
     }
+    free(g);
     best_free(b);
   }
   ht_store_close(st);
@@ -170,29 +190,6 @@ static int print_session(const ht_session_record *s, void *ctx) {
   if (isfinite(s->best_time_s)) snprintf(best, sizeof best, "%.4g ms", s->best_time_s * 1e3);
   printf("%5lld  %-20s %-12s %-28s %-12s %-11s %6lld  %s\n", (long long)s->session_id, s->kernel_name, s->device_id,
          s->problem, s->strategy, s->status ? s->status : "running", (long long)s->n_evals, best);
-  return 0;
-}
-
-typedef struct top_ctx {
-  int n;
-  struct {
-    double t;
-    char cfg[512], dev[64], problem[256];
-  } top[10];
-} top_ctx;
-
-static int collect_top(const ht_eval_record *rec, void *ctx) {
-  top_ctx *t = ctx;
-  if (rec->result.status != HT_EVAL_OK) return 0;
-  int pos = t->n < 10 ? t->n : 10;
-  while (pos > 0 && t->top[pos - 1].t > rec->result.time_s) pos--;
-  if (pos >= 10) return 0;
-  memmove(&t->top[pos + 1], &t->top[pos], sizeof t->top[0] * (size_t)(9 - pos));
-  t->top[pos].t = rec->result.time_s;
-  snprintf(t->top[pos].cfg, sizeof t->top[pos].cfg, "%s", rec->config_key);
-  snprintf(t->top[pos].dev, sizeof t->top[pos].dev, "%s", rec->device_id);
-  snprintf(t->top[pos].problem, sizeof t->top[pos].problem, "%s", rec->problem);
-  if (t->n < 10) t->n++;
   return 0;
 }
 
@@ -214,13 +211,26 @@ int cmd_show(int argc, char **argv) {
   if (ht_store_each_session(st, print_session, NULL)) rc = cli_fail("show");
   if (!rc && a.n_pos == 1) {
     ht_eval_filter f = {a.pos[0], cli_opt(&a, "device"), NULL, 1};
-    top_ctx *t = calloc(1, sizeof *t);
-    if (ht_store_each_eval(st, &f, collect_top, t)) rc = cli_fail("show");
-    printf("\nfastest configs of %s:\n", a.pos[0]);
-    for (int i = 0; i < t->n; i++)
-      printf("  %10.4g ms  %-12s %-24s %s\n", t->top[i].t * 1e3, t->top[i].dev, t->top[i].problem, t->top[i].cfg);
-    if (!t->n) printf("  none\n");
-    free(t);
+    best_ctx *b = calloc(1, sizeof *b);
+    row_group *g = NULL;
+    int n_groups = 0;
+    if (!b) rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("show"));
+    else if (ht_store_each_eval(st, &f, collect_rows, b)) rc = cli_fail("show");
+    else if (b->failed || !(g = group_rows(b, &n_groups)))
+      rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("show"));
+    else {
+      qsort(g, (size_t)n_groups, sizeof *g, cmp_group_median);
+      printf("\nfastest configs of %s (a config measured more than once: the median, and how often):\n", a.pos[0]);
+      for (int i = 0; i < n_groups && i < 10; i++) {
+        printf("  %10.4g ms  %-12s %-24s %s", g[i].median * 1e3, g[i].near->device, g[i].near->problem,
+               g[i].near->config);
+        if (g[i].count > 1) printf("  (x%d)", g[i].count);
+        printf("\n");
+      }
+      if (!n_groups) printf("  none\n");
+    }
+    free(g);
+    if (b) best_free(b);
   }
   ht_store_close(st);
   return rc;
