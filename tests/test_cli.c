@@ -260,6 +260,17 @@ static void exec_sql(const char *db, const char *sql) {
   sqlite3_close(h);
 }
 
+/* Stores another measurement of the evaluations WHERE selects, its time_s the SQL expression TIME. */
+static void measure_again(const char *db, const char *time, const char *where) {
+  char sql[1024];
+  snprintf(sql, sizeof sql,
+           "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key, config_json, status,"
+           " time_s, n_samples, samples_json, timestamp) SELECT session_id, kernel_id, device_id, problem_id,"
+           " config_key, config_json, status, %s, n_samples, samples_json, timestamp + 1 FROM evaluations WHERE %s",
+           time, where);
+  exec_sql(db, sql);
+}
+
 /* `best` judges a config measured several times by the median of its measurements: U=1's one
  * lucky 1 ms among two 5 ms measurements loses to U=2's single 2 ms. */
 static void test_best_uses_median_of_repeats(void **state) {
@@ -275,22 +286,13 @@ static void test_best_uses_median_of_repeats(void **state) {
   run(r, "best", path, "--db", db);
   assert_int_equal(r->rc, 0);
   assert_non_null(strstr(r->out, "U=1\n  1 ms on c:0"));
-  exec_sql(db, "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key, config_json, "
-               "status, time_s, n_samples, samples_json, timestamp) SELECT session_id, kernel_id, device_id, "
-               "problem_id, config_key, config_json, status, 0.005, n_samples, samples_json, timestamp + 1 "
-               "FROM evaluations WHERE config_key = 'U=1'");
-  exec_sql(db, "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key, config_json, "
-               "status, time_s, n_samples, samples_json, timestamp) SELECT session_id, kernel_id, device_id, "
-               "problem_id, config_key, config_json, status, 0.005, n_samples, samples_json, timestamp + 2 "
-               "FROM evaluations WHERE config_key = 'U=1' AND time_s = 0.001");
+  measure_again(db, "0.005", "config_key = 'U=1'");
+  measure_again(db, "0.005", "config_key = 'U=1' AND time_s = 0.001");
   run(r, "best", path, "--db", db);
   assert_int_equal(r->rc, 0);
   if (!strstr(r->out, "U=2\n  2 ms on c:0")) fail_msg("best: %s", r->out);
   /* U=2 measured again at 9 ms (median of two: 5.5 ms), U=4 at 3.1 ms (3.05 ms): U=4 is best */
-  exec_sql(db, "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key, config_json, "
-               "status, time_s, n_samples, samples_json, timestamp) SELECT session_id, kernel_id, device_id, "
-               "problem_id, config_key, config_json, status, CASE config_key WHEN 'U=2' THEN 0.009 ELSE 0.0031 "
-               "END, n_samples, samples_json, timestamp + 1 FROM evaluations WHERE config_key IN ('U=2', 'U=4')");
+  measure_again(db, "CASE config_key WHEN 'U=2' THEN 0.009 ELSE 0.0031 END", "config_key IN ('U=2', 'U=4')");
   run(r, "best", path, "--db", db);
   assert_int_equal(r->rc, 0);
   if (!strstr(r->out, "U=4\n  3.05 ms on c:0") || !strstr(r->out, "(median of 2 measurements)"))
