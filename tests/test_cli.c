@@ -310,6 +310,21 @@ static void test_best_uses_median_of_repeats(void **state) {
   free(r);
 }
 
+/* --confirm: the summary says how many confirmations ran and what the best time is the median of */
+static void test_confirm_summary(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  char db[300], path[256];
+  snprintf(db, sizeof db, "%s/confirm.db", F->dir);
+  snprintf(path, sizeof path, "%s", spec("confirm.json", "\"name\": \"k\""));
+  run(r, "tune", path, "--db", db, "--quiet", "--confirm", "2", "--confirm-runs", "3");
+  if (r->rc) fail_msg("tune failed: %s", r->err);
+  if (!strstr(r->out, "confirmed: 6 more measurements of the fastest configs") ||
+      !strstr(r->out, "(median of 4 measurements, each in its own worker process)"))
+    fail_msg("tune --confirm: %s", r->out);
+  free(r);
+}
+
 /* ---- JSON and field errors ---- */
 
 static void test_json_syntax_error(void **state) {
@@ -503,6 +518,12 @@ static void test_bad_options(void **state) {
   expect_error(r, 2, "--warmup -1", "0 or more");
   run(r, "tune", path, "--db", F->db, "--quiet", "--warmup", "long");
   expect_error(r, 2, "--warmup long");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--confirm", "0");
+  expect_error(r, 2, "--confirm");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--confirm", "3", "--confirm-runs", "x");
+  expect_error(r, 2, "--confirm-runs");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--confirm", "65");
+  expect_error(r, 2, "at most 64");
   run(r, "tune", path, "--db", F->db, "--quiet", "--budget");
   expect_error(r, 2, "hetune tune: ", "--budget");
   run(r, "tune", "--db", F->db);
@@ -736,7 +757,8 @@ static void test_replay_and_bench(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_good_spec_tunes),    cmocka_unit_test(test_best_uses_median_of_repeats),    cmocka_unit_test(test_json_syntax_error),
+    cmocka_unit_test(test_good_spec_tunes),    cmocka_unit_test(test_best_uses_median_of_repeats),
+    cmocka_unit_test(test_confirm_summary),    cmocka_unit_test(test_json_syntax_error),
     cmocka_unit_test(test_wrong_field_types),  cmocka_unit_test(test_missing_fields),
     cmocka_unit_test(test_unknown_words),      cmocka_unit_test(test_bad_parameters),
     cmocka_unit_test(test_bad_expressions),    cmocka_unit_test(test_unknown_names),

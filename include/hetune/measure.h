@@ -43,6 +43,10 @@ const ht_device_info *ht_runner_device(const ht_runner *r);
  * out->status with a message and return HT_OK; only failures of hetune itself return an error. */
 ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out);
 
+/* Ends the worker process (if any) so that the next evaluation runs in a new one: a measurement
+ * repeated in another process samples another of the device's process-level states (thread
+ * placement, memory layout, PoCL's thread pool). No-op in-process. */
+void ht_runner_new_worker(ht_runner *r);
 /* How many times the worker was (re)started; for tests and reports. */
 int ht_runner_worker_starts(const ht_runner *r);
 

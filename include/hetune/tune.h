@@ -59,6 +59,7 @@ typedef struct ht_tune_progress {
   const char *last_config;      /* the config just finished */
   const ht_result *last;
   int last_reused;
+  int64_t confirm_done, confirm_total; /* the confirmation's evaluations (0 / 0 during the search) */
 } ht_tune_progress;
 typedef void (*ht_tune_progress_fn)(const ht_tune_progress *p, void *ctx);
 
@@ -69,6 +70,8 @@ typedef struct ht_tune_options {
   int64_t budget_evals;         /* 0 = no limit */
   double budget_seconds;        /* 0 = no limit */
   int no_reuse;                 /* 1: measure again even when the store has the config */
+  int confirm;                  /* after the search, measure the N fastest configs again (default 0) */
+  int confirm_runs;             /* ...this many times each, every round in a fresh worker (default 2) */
   ht_tune_progress_fn progress;
   void *progress_ctx;
   volatile sig_atomic_t *stop;  /* set to nonzero (e.g. from SIGINT) to stop after the current config */
@@ -85,6 +88,8 @@ typedef struct ht_tune_summary {
   ht_result best;
   double elapsed_s;
   int interrupted;
+  int64_t confirmed;            /* evaluations of the confirmation; best is then by median */
+  int best_measurements;        /* measurements behind best.time_s (1 without confirmation) */
   ht_device_info device;
   char problem[512];
 } ht_tune_summary;

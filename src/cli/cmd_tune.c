@@ -28,6 +28,9 @@ static const char *help =
   "  --max-runs N      timed runs at most (default 50)\n"
   "  --rsd X           stop timing below this relative standard deviation (default 0.10)\n"
   "  --no-reuse        measure configs again even when stored\n"
+  "  --confirm N       then measure the N fastest configs again, --confirm-runs times each (default\n"
+  "                    2), every round in a fresh worker process; the best is the lowest median\n"
+  "  --confirm-runs R  how often --confirm measures each config again (default 2)\n"
   "  --in-process      no worker process (faster, but a crashing kernel ends the run)\n"
   "  --quiet           no progress output\n";
 
@@ -62,7 +65,11 @@ static void show_progress(const ht_tune_progress *p, void *ctx) {
   int64_t total = p->budget_evals > 0 && (uint64_t)p->budget_evals < p->space_size ? p->budget_evals
                                                                                   : (int64_t)p->space_size;
   snprintf(budget, sizeof budget, "%lld", (long long)total);
-  if (pc->tty) {
+  if (p->confirm_total > 0) {
+    fprintf(stderr, "%s[confirm %lld/%lld] %s: %s%s", pc->tty ? "\r\033[K" : "", (long long)p->confirm_done,
+            (long long)p->confirm_total, p->last_config,
+            p->last->status == HT_EVAL_OK ? last : ht_eval_status_name(p->last->status), pc->tty ? "" : "\n");
+  } else if (pc->tty) {
     fprintf(stderr, "\r\033[K[%lld/%s] best %s  failures %lld  reused %lld  %.0fs", (long long)p->done, budget, best,
             (long long)p->failures, (long long)p->reused, p->elapsed_s);
   } else {
@@ -111,6 +118,11 @@ static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
   if (!cli_opt(a, "budget") && !cli_opt(a, "time") && strcmp(o->strategy, "brute_force") != 0)
     o->budget_evals = DEFAULT_BUDGET;
   o->no_reuse = cli_has(a, "no-reuse");
+  if (!rc && (v = cli_opt(a, "confirm")) && !(rc = cli_integer("tune", "--confirm", v, 1, &n))) o->confirm = (int)n;
+  if (!rc && (v = cli_opt(a, "confirm-runs")) && !(rc = cli_integer("tune", "--confirm-runs", v, 1, &n)))
+    o->confirm_runs = (int)n;
+  if (!rc && (o->confirm > 64 || o->confirm_runs > 64))
+    rc = cli_usage_error("tune", "--confirm and --confirm-runs: at most 64 each");
   o->stop = &stop_requested;
   return rc;
 }
@@ -121,13 +133,16 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const c
   printf("  space: %llu valid configs; evaluated %lld (measured %lld, reused %lld), %lld failed, in %.1f s%s\n",
          (unsigned long long)s->space_size, (long long)(s->measured + s->reused), (long long)s->measured,
          (long long)s->reused, (long long)s->failures, s->elapsed_s, s->interrupted ? " (interrupted)" : "");
+  if (s->confirmed) printf("  confirmed: %lld more measurements of the fastest configs\n", (long long)s->confirmed);
   if (!s->found) {
     printf("  no config succeeded\n");
     return;
   }
   fmt_time(s->best.time_s, t, sizeof t);
   printf("  best: %s\n", s->best_config);
-  printf("  time: %s (median of %d runs, rsd %.1f%%)", t, s->best.n_samples, s->best.rsd * 100);
+  if (s->best_measurements > 1)
+    printf("  time: %s (median of %d measurements, each in its own worker process)", t, s->best_measurements);
+  else printf("  time: %s (median of %d runs, rsd %.1f%%)", t, s->best.n_samples, s->best.rsd * 100);
   for (int i = 0; i < s->best.n_metrics; i++) printf("  %s: %.4g", s->best.metrics[i].name, s->best.metrics[i].value);
   printf("\n  stored in %s (session %lld)\n", db, (long long)s->session_id);
 }
@@ -135,7 +150,7 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const c
 int cmd_tune(int argc, char **argv) {
   static const char *const flags[] = {"no-reuse", "in-process", "quiet", NULL};
   static const char *const known[] = {"device", "strategy", "options", "budget", "time", "seed", "size", "db",
-                                      "timeout", "warmup", "min-runs", "max-runs", "rsd", "no-reuse", "in-process", "quiet",
+                                      "timeout", "warmup", "min-runs", "max-runs", "rsd", "confirm", "confirm-runs", "no-reuse", "in-process", "quiet",
                                       NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(help, stdout);

@@ -123,6 +123,10 @@ static ht_status start_worker(ht_runner *r) {
   return ht_error(code, "%s", msg);
 }
 
+void ht_runner_new_worker(ht_runner *r) {
+  if (r && r->opt.isolate) reap_worker(r, 0); /* its input closes: it exits after its current config */
+}
+
 static void describe_death(ht_runner *r, ht_result *res, int compiled, int timed_out) {
   int status = reap_worker(r, 1);
   if (timed_out) {
