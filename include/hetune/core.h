@@ -78,6 +78,8 @@ int64_t ht_now_ns(void);
 double ht_wall_time(void);    /* CLOCK_REALTIME seconds since the epoch */
 
 /* ---- statistics on samples (not modified) ---- */
+/* qsort comparator: ascending doubles (NaN-free input). */
+int ht_stat_cmp_double(const void *a, const void *b);
 double ht_stat_median(const double *x, int n);
 double ht_stat_mean(const double *x, int n);
 double ht_stat_stddev(const double *x, int n); /* sample standard deviation (n-1); 0 when n < 2 */

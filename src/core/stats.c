@@ -20,7 +20,7 @@ double ht_wall_time(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b) {
+int ht_stat_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
@@ -30,7 +30,7 @@ double ht_stat_median(const double *x, int n) {
   double small[64], *tmp = n <= 64 ? small : malloc(sizeof(double) * (size_t)n);
   if (!tmp) return NAN;
   memcpy(tmp, x, sizeof(double) * (size_t)n);
-  qsort(tmp, (size_t)n, sizeof(double), cmp_double);
+  qsort(tmp, (size_t)n, sizeof(double), ht_stat_cmp_double);
   double m = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
   if (tmp != small) free(tmp);
   return m;

@@ -136,11 +136,6 @@ static ht_status find_repeats(const builder *b, int *rep) {
   return HT_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Repeated measurements of one config at one problem (several recording passes, a tuning run
  * repeated) become one row with the median of their times: repeats left as separate rows would
  * fall on both sides of a cross-validation split and overstate a model's accuracy. */
@@ -175,7 +170,7 @@ static ht_status merge_repeats(builder *b) {
     b->n = kept;
     int n_d = diffs.failed ? 0 : (int)(diffs.len / sizeof(double));
     double *d = (double *)diffs.data;
-    if (n_d) qsort(d, (size_t)n_d, sizeof *d, cmp_double);
+    if (n_d) qsort(d, (size_t)n_d, sizeof *d, ht_stat_cmp_double);
     b->n_repeat_pairs = n_d;
     b->repeat_diff_median = n_d ? ht_stat_median(d, n_d) : NAN;
     b->repeat_diff_p90 = n_d ? d[(int)(0.9 * (n_d - 1))] : NAN;

@@ -510,11 +510,6 @@ static int see(bo *b) {
 
 /* Standardised targets of the model points (log time; failures penalised with fail=penalty) in
  * observation order into y, their observations into gi; returns how many; sets ybest. */
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static int targets(bo *b, double *y, int *gi) {
   double lo = INFINITY, hi = -INFINITY, cap = INFINITY, sum = 0, sq = 0;
   double *l = malloc(sizeof(double) * (size_t)(b->n_obs + 1));
@@ -522,7 +517,7 @@ static int targets(bo *b, double *y, int *gi) {
   for (int i = 0; l && i < b->n_obs; i++)
     if (isfinite(b->obs[i].t)) l[n_ok++] = log_time(b->obs[i].t);
   if (l && n_ok > 0) {
-    qsort(l, (size_t)n_ok, sizeof(double), cmp_double);
+    qsort(l, (size_t)n_ok, sizeof(double), ht_stat_cmp_double);
     if (b->copula) { /* the sorted times define the transform until the next call */
       free(b->sorted);
       b->sorted = l;

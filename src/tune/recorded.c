@@ -170,11 +170,6 @@ static int recorded_filter(const ht_config *c, void *ctx) {
   return r->slot[table_find(r, c)] >= 0;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static ht_status compute_stats(ht_recorded *r) {
   ht_recorded_stats *s = &r->stats;
   memset(s, 0, sizeof *s);
@@ -186,7 +181,7 @@ static ht_status compute_stats(ht_recorded *r) {
     if (r->e[i].status == HT_EVAL_OK) r->sorted[s->n_ok++] = r->e[i].time_s;
   }
   if (s->n_ok == 0) return ht_error(HT_ERR_INVALID, "%s: no recorded config succeeded", r->name);
-  qsort(r->sorted, s->n_ok, sizeof *r->sorted, cmp_double);
+  qsort(r->sorted, s->n_ok, sizeof *r->sorted, ht_stat_cmp_double);
   s->f_opt = r->sorted[0];
   s->f_worst = r->sorted[s->n_ok - 1];
   s->f_median = s->n_ok % 2 ? r->sorted[s->n_ok / 2] : 0.5 * (r->sorted[s->n_ok / 2 - 1] + r->sorted[s->n_ok / 2]);

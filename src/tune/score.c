@@ -149,14 +149,9 @@ static void run_best(const ht_baseline *b, const ht_replay_trace *t, double wors
   }
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* q-quantile of x[0..n), sorting x. */
 static double quantile(double *x, int n, double q) {
-  qsort(x, (size_t)n, sizeof *x, cmp_double);
+  qsort(x, (size_t)n, sizeof *x, ht_stat_cmp_double);
   double pos = q * (n - 1);
   int i = (int)pos;
   return i + 1 < n ? x[i] + (pos - i) * (x[i + 1] - x[i]) : x[n - 1];
