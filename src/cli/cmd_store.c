@@ -72,17 +72,17 @@ static int fetch_result(const ht_eval_record *rec, void *ctx) {
   return 1;
 }
 
-static int same_group(const best_row *a, const best_row *b) {
-  return !strcmp(a->device, b->device) && !strcmp(a->problem, b->problem) && !strcmp(a->config, b->config);
+/* Orders rows by what they measured: device, problem, config. */
+static int cmp_group_key(const best_row *a, const best_row *b) {
+  int c = strcmp(a->device, b->device);
+  if (!c) c = strcmp(a->problem, b->problem);
+  return c ? c : strcmp(a->config, b->config);
 }
 
 static int cmp_best_row(const void *x, const void *y) {
   const best_row *a = x, *b = y;
-  int c = strcmp(a->device, b->device);
-  if (!c) c = strcmp(a->problem, b->problem);
-  if (!c) c = strcmp(a->config, b->config);
-  if (!c) c = (a->time > b->time) - (a->time < b->time);
-  return c;
+  int c = cmp_group_key(a, b);
+  return c ? c : (a->time > b->time) - (a->time < b->time);
 }
 
 static int cmp_group_median(const void *x, const void *y) {
@@ -97,7 +97,7 @@ static row_group *group_rows(best_ctx *b, int *n_groups) {
   *n_groups = 0;
   if (!g) return NULL;
   for (int s = 0, e; s < b->n; s = e) {
-    for (e = s + 1; e < b->n && same_group(&b->rows[e], &b->rows[s]);) e++;
+    for (e = s + 1; e < b->n && !cmp_group_key(&b->rows[e], &b->rows[s]);) e++;
     int m = e - s; /* sorted by time: the middle one, or the mean of the middle two */
     double med = m % 2 ? b->rows[s + m / 2].time : 0.5 * (b->rows[s + m / 2 - 1].time + b->rows[s + m / 2].time);
     const best_row *near = &b->rows[s];

@@ -149,8 +149,9 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const c
 
 int cmd_tune(int argc, char **argv) {
   static const char *const flags[] = {"no-reuse", "in-process", "quiet", NULL};
-  static const char *const known[] = {"device", "strategy", "options", "budget", "time", "seed", "size", "db",
-                                      "timeout", "warmup", "min-runs", "max-runs", "rsd", "confirm", "confirm-runs", "no-reuse", "in-process", "quiet",
+  static const char *const known[] = {"device",  "strategy", "options", "budget",   "time",         "seed",
+                                      "size",    "db",       "timeout", "warmup",   "min-runs",     "max-runs",
+                                      "rsd",     "confirm",  "no-reuse", "quiet",   "confirm-runs", "in-process",
                                       NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(help, stdout);
