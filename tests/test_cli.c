@@ -260,6 +260,14 @@ static void exec_sql(const char *db, const char *sql) {
   sqlite3_close(h);
 }
 
+/* TAG.json (the good spec) and a fresh database TAG.db in the fixture's folder. */
+static void good_spec_and_db(const char *tag, char path[256], char db[300]) {
+  char name[64];
+  snprintf(name, sizeof name, "%s.json", tag);
+  snprintf(path, 256, "%s", spec(name, "\"name\": \"k\""));
+  snprintf(db, 300, "%s/%s.db", F->dir, tag);
+}
+
 /* Stores another measurement of the evaluations WHERE selects, its time_s the SQL expression TIME. */
 static void measure_again(const char *db, const char *time, const char *where) {
   char sql[1024];
@@ -277,8 +285,7 @@ static void test_best_uses_median_of_repeats(void **state) {
   (void)state;
   run_out *r = malloc(sizeof *r);
   char db[300], path[256];
-  snprintf(db, sizeof db, "%s/best.db", F->dir);
-  snprintf(path, sizeof path, "%s", spec("best.json", "\"name\": \"k\""));
+  good_spec_and_db("best", path, db);
   run(r, "tune", path, "--db", db, "--quiet");
   if (r->rc) fail_msg("tune failed: %s", r->err);
   exec_sql(db, "UPDATE evaluations SET time_s = CASE config_key WHEN 'U=1' THEN 0.001 WHEN 'U=2' THEN 0.002 "
@@ -315,8 +322,7 @@ static void test_confirm_summary(void **state) {
   (void)state;
   run_out *r = malloc(sizeof *r);
   char db[300], path[256];
-  snprintf(db, sizeof db, "%s/confirm.db", F->dir);
-  snprintf(path, sizeof path, "%s", spec("confirm.json", "\"name\": \"k\""));
+  good_spec_and_db("confirm", path, db);
   run(r, "tune", path, "--db", db, "--quiet", "--confirm", "2", "--confirm-runs", "3");
   if (r->rc) fail_msg("tune failed: %s", r->err);
   if (!strstr(r->out, "confirmed: 6 more measurements of the fastest configs") ||
