@@ -58,9 +58,13 @@ typedef struct ht_eval_key {
 } ht_eval_key;
 ht_status ht_store_put_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
                             int64_t *eval_id);
-/* The latest stored evaluation of that config, if any (*found = 0/1). */
+/* A config measured several times is judged by the median of its OK evaluations, not by its
+ * luckiest or latest one. get_eval: the config's middle OK evaluation by time (of an even count,
+ * the later of the two middle ones) with time_s set to the median; when none is OK, its latest
+ * failure; *found = 0 when it was never evaluated. */
 ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, int *found);
-/* The fastest OK evaluation for (kernel, device, problem); config_key copied into key_buf. */
+/* The config with the lowest median time for (kernel, device, problem), read as get_eval reads
+ * it; its config_key is copied into key_buf. */
 ht_status ht_store_best(ht_store *st, int64_t kernel_id, int64_t device_id, int64_t problem_id, ht_result *out,
                         char *key_buf, size_t key_len, int *found);
 

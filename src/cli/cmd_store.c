@@ -32,7 +32,8 @@ typedef struct best_ctx {
   ht_result result;
 } best_ctx;
 
-/* One (device, problem, config): its median time and the measurement nearest to it. */
+/* One (device, problem, config): its median time and its middle measurement (of an even count,
+ * the later of the two middle ones). */
 typedef struct row_group {
   const best_row *near;
   double median;
@@ -100,11 +101,8 @@ static row_group *group_rows(best_ctx *b, int *n_groups) {
     for (e = s + 1; e < b->n && !cmp_group_key(&b->rows[e], &b->rows[s]);) e++;
     int m = e - s; /* sorted by time: the middle one, or the mean of the middle two */
     double med = m % 2 ? b->rows[s + m / 2].time : 0.5 * (b->rows[s + m / 2 - 1].time + b->rows[s + m / 2].time);
-    const best_row *near = &b->rows[s];
-    for (int i = s; i < e; i++) {
-      double d = fabs(b->rows[i].time - med), dn = fabs(near->time - med);
-      if (d < dn || (d == dn && b->rows[i].eval_id > near->eval_id)) near = &b->rows[i];
-    }
+    const best_row *near = &b->rows[s + m / 2]; /* as ht_store_get_eval picks */
+    if (m % 2 == 0 && near[-1].eval_id > near->eval_id) near--;
     g[(*n_groups)++] = (row_group){near, med, m};
   }
   return g;

@@ -48,9 +48,15 @@ static const char *const stmt_sql[HTS_NSTMT] = {
         " (best_time IS NULL OR ?2 < best_time) THEN ?2 ELSE best_time END WHERE id = ?1",
     [HTS_GET_EVAL] = "SELECT e.id, " HTS_EVAL_COLS " FROM evaluations e WHERE e.kernel_id = ?1 AND"
                      " e.device_id = ?2 AND e.problem_id = ?3 AND e.config_key = ?4 ORDER BY e.id DESC LIMIT 1",
-    [HTS_BEST] = "SELECT e.config_key, " HTS_EVAL_COLS " FROM evaluations e WHERE e.kernel_id = ?1 AND"
-                 " e.device_id = ?2 AND e.problem_id = ?3 AND e.status = 'ok' AND e.time_s IS NOT NULL"
-                 " ORDER BY e.time_s, e.id LIMIT 1",
+    /* The OK times of a (kernel, device, problem), grouped by config and sorted within each:
+     * what the median of a config's repeated evaluations is computed from. */
+    [HTS_OK_TIMES] = "SELECT e.id, e.config_key, e.time_s FROM evaluations e WHERE e.kernel_id = ?1 AND"
+                     " e.device_id = ?2 AND e.problem_id = ?3 AND e.status = 'ok' AND e.time_s IS NOT NULL"
+                     " ORDER BY e.config_key, e.time_s, e.id",
+    [HTS_OK_TIMES_CONFIG] = "SELECT e.id, e.config_key, e.time_s FROM evaluations e WHERE e.kernel_id = ?1 AND"
+                            " e.device_id = ?2 AND e.problem_id = ?3 AND e.config_key = ?4 AND e.status = 'ok'"
+                            " AND e.time_s IS NOT NULL ORDER BY e.time_s, e.id",
+    [HTS_EVAL_BY_ID] = "SELECT e.id, " HTS_EVAL_COLS " FROM evaluations e WHERE e.id = ?1",
 };
 
 ht_status hts_fail(ht_store *st, int rc, const char *what) {

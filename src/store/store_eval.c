@@ -194,15 +194,80 @@ static ht_status bind_kdp(ht_store *st, sqlite3_stmt *s, int64_t kernel, int64_t
   return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, "bind query");
 }
 
-ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, int *found) {
-  if (!st || !k || !k->config_key || !out || !found) return ht_error(HT_ERR_INVALID, "store_get_eval: NULL argument");
-  *found = 0;
-  sqlite3_stmt *s = NULL;
-  ht_status e = hts_stmt(st, HTS_GET_EVAL, &s);
-  if (!e) e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
-  if (e) return e;
-  if (hts_bind_text(s, 4, k->config_key) != SQLITE_OK) return hts_fail(st, SQLITE_ERROR, "bind query");
+/* A config's OK evaluations judged together: the median of their times and the middle row (of
+ * an even count, the later of the two middle rows, so two evaluations give the latest). */
+typedef struct median_pick {
+  int64_t id; /* 0: no OK evaluation */
+  double median;
+  char *config_key;
+} median_pick;
+
+typedef struct time_group {
+  int64_t *ids;
+  double *times; /* ascending: the statement sorts them */
+  int n, cap;
+} time_group;
+
+static int group_add(time_group *g, int64_t id, double t) {
+  if (g->n == g->cap) {
+    int cap = g->cap ? 2 * g->cap : 16;
+    int64_t *ids = realloc(g->ids, (size_t)cap * sizeof *ids);
+    if (ids) g->ids = ids;
+    double *times = ids ? realloc(g->times, (size_t)cap * sizeof *times) : NULL;
+    if (!times) return -1;
+    g->times = times;
+    g->cap = cap;
+  }
+  g->ids[g->n] = id;
+  g->times[g->n++] = t;
+  return 0;
+}
+
+/* Ends a config's group: keeps it in *best when its median is the lowest so far. */
+static ht_status group_close(time_group *g, const char *key, median_pick *best) {
+  if (g->n == 0) return HT_OK;
+  int m = g->n / 2;
+  double med = g->n % 2 ? g->times[m] : 0.5 * (g->times[m - 1] + g->times[m]);
+  int near = g->n % 2 || g->ids[m] > g->ids[m - 1] ? m : m - 1;
+  g->n = 0;
+  if (best->id && med >= best->median) return HT_OK;
+  char *copy = strdup(key);
+  if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
+  free(best->config_key);
+  *best = (median_pick){g->ids[near], med, copy};
+  return HT_OK;
+}
+
+/* Steps s (rows: id, config_key, time_s, grouped by config, sorted by time within one) and picks
+ * the config with the lowest median. */
+static ht_status lowest_median(ht_store *st, sqlite3_stmt *s, median_pick *best) {
+  time_group g = {0};
+  char *key = NULL;
+  ht_status e = HT_OK;
+  int rc;
+  while (!e && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const char *k = hts_col_text(s, 1);
+    if (key && strcmp(key, k) != 0) e = group_close(&g, key, best);
+    if (!e && (!key || g.n == 0)) {
+      free(key);
+      if (!(key = strdup(k))) e = ht_error(HT_ERR_NOMEM, "out of memory");
+    }
+    if (!e && group_add(&g, sqlite3_column_int64(s, 0), sqlite3_column_double(s, 2)))
+      e = ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  if (!e && rc != SQLITE_DONE) e = hts_fail(st, rc, "read evaluations");
+  if (!e && key) e = group_close(&g, key, best);
+  sqlite3_reset(s);
+  free(key);
+  free(g.ids);
+  free(g.times);
+  return e;
+}
+
+/* Steps s (HTS_GET_EVAL or HTS_EVAL_BY_ID, bound) and reads its row into out. */
+static ht_status read_row(ht_store *st, sqlite3_stmt *s, ht_result *out, int *found) {
   int rc = sqlite3_step(s);
+  ht_status e = HT_OK;
   if (rc == SQLITE_ROW) {
     hts_row_result(s, 1, out);
     *found = 1;
@@ -213,23 +278,47 @@ ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, 
   return e;
 }
 
+/* The picked row, with time_s the median of its config's evaluations. */
+static ht_status read_pick(ht_store *st, const median_pick *p, ht_result *out, int *found) {
+  sqlite3_stmt *s = NULL;
+  ht_status e = hts_stmt(st, HTS_EVAL_BY_ID, &s);
+  if (e) return e;
+  if (sqlite3_bind_int64(s, 1, p->id) != SQLITE_OK) return hts_fail(st, SQLITE_ERROR, "bind query");
+  e = read_row(st, s, out, found);
+  if (!e && *found) out->time_s = p->median;
+  return e;
+}
+
+ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, int *found) {
+  if (!st || !k || !k->config_key || !out || !found) return ht_error(HT_ERR_INVALID, "store_get_eval: NULL argument");
+  *found = 0;
+  sqlite3_stmt *s = NULL;
+  median_pick pick = {0};
+  ht_status e = hts_stmt(st, HTS_OK_TIMES_CONFIG, &s);
+  if (!e) e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
+  if (!e && hts_bind_text(s, 4, k->config_key) != SQLITE_OK) e = hts_fail(st, SQLITE_ERROR, "bind query");
+  if (!e) e = lowest_median(st, s, &pick);
+  free(pick.config_key);
+  if (e || pick.id) return e ? e : read_pick(st, &pick, out, found);
+  /* never measured OK: the latest failure, if any */
+  e = hts_stmt(st, HTS_GET_EVAL, &s);
+  if (!e) e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
+  if (!e && hts_bind_text(s, 4, k->config_key) != SQLITE_OK) e = hts_fail(st, SQLITE_ERROR, "bind query");
+  return e ? e : read_row(st, s, out, found);
+}
+
 ht_status ht_store_best(ht_store *st, int64_t kernel_id, int64_t device_id, int64_t problem_id, ht_result *out,
                         char *key_buf, size_t key_len, int *found) {
   if (!st || !out || !found) return ht_error(HT_ERR_INVALID, "store_best: NULL argument");
   *found = 0;
   sqlite3_stmt *s = NULL;
-  ht_status e = hts_stmt(st, HTS_BEST, &s);
+  median_pick pick = {0};
+  ht_status e = hts_stmt(st, HTS_OK_TIMES, &s);
   if (!e) e = bind_kdp(st, s, kernel_id, device_id, problem_id);
-  if (e) return e;
-  int rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) {
-    hts_row_result(s, 1, out);
-    if (key_buf && key_len) snprintf(key_buf, key_len, "%s", hts_col_text(s, 0));
-    *found = 1;
-  } else if (rc != SQLITE_DONE) {
-    e = hts_fail(st, rc, "read best evaluation");
-  }
-  sqlite3_reset(s);
+  if (!e) e = lowest_median(st, s, &pick);
+  if (!e && pick.id) e = read_pick(st, &pick, out, found);
+  if (!e && *found && key_buf && key_len) snprintf(key_buf, key_len, "%s", pick.config_key);
+  free(pick.config_key);
   return e;
 }
 
