@@ -11,10 +11,11 @@
 # Every recording of a kernel is used (data/datasets/<kernel>.csv and the repeated measurements
 # data/datasets/pass*/<kernel>.csv): repeats merge into the median of their times. PASSES=main
 # uses the main recording only. RESULTS=path writes the results elsewhere.
+# SET=unseen evaluates the four kernels written after the models were final (matvec_c,
+# histogram_opencl, blackscholes_c, blackscholes_opencl) into results_unseen.tsv instead.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 hetune=${HETUNE:-$root/build/hetune}
-out=${RESULTS:-$root/bench/prediction/results.tsv}
 kinds=${1:-}
 
 # name  spec  class  device-kind
@@ -28,6 +29,15 @@ stencil_c stencil/stencil_c.json memory cpu
 stencil_opencl stencil/stencil_opencl.json memory device
 transpose_opencl transpose/transpose_opencl.json memory device
 reduction_opencl reduction/reduction_opencl.json memory device"
+unseen="blackscholes_c blackscholes/blackscholes_c.json compute cpu
+blackscholes_opencl blackscholes/blackscholes_opencl.json compute device
+matvec_c matvec/matvec_c.json memory cpu
+histogram_opencl histogram/histogram_opencl.json memory device"
+case ${SET:-seen} in
+  seen) out=${RESULTS:-$root/bench/prediction/results.tsv} ;;
+  unseen) datasets=$unseen out=${RESULTS:-$root/bench/prediction/results_unseen.tsv} ;;
+  *) echo "report.sh: SET=$SET: expected seen or unseen" >&2; exit 2 ;;
+esac
 
 [ "${REPORT_ONLY:-0}" = 1 ] || : >"$out"
 [ "${REPORT_ONLY:-0}" = 1 ] || echo "$datasets" | while read -r name spec class dev; do

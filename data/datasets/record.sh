@@ -4,7 +4,8 @@
 # below keep the size-dependent constraints' valid set unchanged) measured at a log-spaced grid
 # of problem sizes, then exported as data/datasets/<kernel>.csv (`hetune export --format csv`).
 #
-# usage: data/datasets/record.sh [KERNEL...]   record these kernels (default: all, in the order below)
+# usage: data/datasets/record.sh [KERNEL...]   record these kernels (default: all, in the order below;
+#                                              `unseen` records the four unseen kernels)
 #        data/datasets/record.sh retry KERNEL...  delete the suspect rows of these kernels
 #                                              (check.py: > 1.4x slower than a neighbouring size
 #                                              predicts) from their databases, measure them again
@@ -101,6 +102,20 @@ gemm_opencl() { record gemm_opencl "$ex/gemm/gemm_opencl.json" opencl 30 \
   M=128,N=256,K=128 M=256,N=256,K=128 M=256,N=256,K=256 M=256,N=512,K=256 M=512,N=512,K=256 \
   M=512,N=512,K=512 M=768,N=768,K=512 M=768,N=768,K=768 M=1024,N=1024,K=1024; }
 
+# Unseen kernels: written after the features and models were final, to measure prediction on
+# kernels they were not developed on (docs/prediction.md, "Kernels the models have not seen").
+matvec_c() { record matvec_c "$ex/matvec/matvec_c.json" c 40 \
+  M=256,N=256 M=512,N=256 M=512,N=512 M=1024,N=512 M=1024,N=1024 M=2048,N=1024 \
+  M=2048,N=2048 M=4096,N=2048 M=4096,N=4096; }
+# the whole space (40 configs)
+blackscholes_c() { record blackscholes_c "$ex/blackscholes/blackscholes_c.json" c 40 \
+  N=16384 N=32768 N=65536 N=131072 N=262144 N=524288 N=1048576 N=2097152 N=4194304; }
+blackscholes_opencl() { record blackscholes_opencl "$ex/blackscholes/blackscholes_opencl.json" opencl 30 \
+  N=16384 N=32768 N=65536 N=131072 N=262144 N=524288 N=1048576 N=2097152 N=4194304; }
+histogram_opencl() { record histogram_opencl "$ex/histogram/histogram_opencl.json" opencl 30 \
+  N=32768,B=256 N=65536,B=256 N=131072,B=256 N=262144,B=256 N=524288,B=256 N=1048576,B=256 \
+  N=2097152,B=256 N=4194304,B=256 N=8388608,B=256; }
+
 # Label noise: the first 20 configs of the same seed, at a middle and a large size, measured
 # again in separate databases after the main recording.
 noise() {
@@ -133,16 +148,18 @@ retry() {
 }
 
 all="gemm_c stencil_c vadd_c nbody_c vadd_opencl reduction_opencl transpose_opencl stencil_opencl convolution_opencl gemm_opencl"
+unseen="matvec_c blackscholes_c blackscholes_opencl histogram_opencl"
 if [ "${1:-}" = retry ]; then
   shift
-  set -- $(for k in "${@:-}"; do case " $all " in *" $k "*) echo "$k" ;; *) echo "record.sh: unknown kernel '$k'" >&2; exit 2 ;; esac; done)
+  set -- $(for k in "${@:-}"; do case " $all $unseen " in *" $k "*) echo "$k" ;; *) echo "record.sh: unknown kernel '$k'" >&2; exit 2 ;; esac; done)
   retry "$@"
   exit 0
 fi
 [ $# -gt 0 ] || set -- $all
+set -- $(for k in "$@"; do if [ "$k" = unseen ]; then echo $unseen; else echo "$k"; fi; done)
 for k in "$@"; do
-  case " $all noise " in
+  case " $all $unseen noise " in
     *" $k "*) $k ;;
-    *) echo "record.sh: unknown kernel '$k' (known: $all noise)" >&2; exit 2 ;;
+    *) echo "record.sh: unknown kernel '$k' (known: $all, unseen: $unseen, noise)" >&2; exit 2 ;;
   esac
 done
