@@ -80,6 +80,41 @@ static void test_load_csv_and_lookup(void **state) {
   ht_recorded_destroy(r);
 }
 
+/* A config recorded several times counts with the median of its successful times and the mean
+ * of its costs; a config that never succeeded keeps its last failure. */
+static void test_repeats_merge(void **state) {
+  (void)state;
+  const char *text = "eval_id,kernel,device_id,problem,config,status,time_s,compile_s,wall_s,message\n"
+                     "1,k,c,N=8,\"X=1,Y=1\",ok,0.003,0,1.0,\n"
+                     "2,k,c,N=8,\"X=1,Y=2\",ok,0.002,0,2.0,\n"
+                     "3,k,c,N=8,\"X=1,Y=1\",ok,0.009,0,2.0,\n"
+                     "4,k,c,N=8,\"X=2,Y=1\",compile,,0,0.5,bad\n"
+                     "5,k,c,N=8,\"X=1,Y=2\",timeout,,0,4.0,slow\n"
+                     "6,k,c,N=8,\"X=1,Y=1\",ok,0.004,0,3.0,\n"
+                     "7,k,c,N=8,\"X=2,Y=1\",runtime,,0,1.5,crash\n";
+  ht_recorded *r;
+  if (ht_recorded_load(write_tmp("repeats.csv", text), &r)) fail_msg("%s", ht_last_error());
+  assert_int_equal(ht_recorded_size(r), 3);
+  ht_space *s = ht_recorded_space(r);
+  ht_config c;
+  ht_result res;
+  double cost;
+  assert_int_equal(ht_config_parse(s, "X=1,Y=1", &c), HT_OK);
+  assert_int_equal(ht_recorded_lookup(r, &c, &res, &cost), 1);
+  assert_int_equal(res.status, HT_EVAL_OK);
+  assert_true(fabs(res.time_s - 0.004) < 1e-12); /* the median of 3, 9 and 4 ms */
+  assert_true(fabs(cost - 2.0) < 1e-12);
+  assert_int_equal(ht_config_parse(s, "X=1,Y=2", &c), HT_OK);
+  assert_int_equal(ht_recorded_lookup(r, &c, &res, &cost), 1);
+  assert_int_equal(res.status, HT_EVAL_OK); /* a later timeout does not hide the success */
+  assert_true(fabs(res.time_s - 0.002) < 1e-12);
+  assert_true(fabs(cost - 3.0) < 1e-12);
+  assert_int_equal(ht_config_parse(s, "X=2,Y=1", &c), HT_OK);
+  assert_int_equal(ht_recorded_lookup(r, &c, &res, &cost), 1);
+  assert_int_equal(res.status, HT_EVAL_RUNTIME); /* never succeeded: the last failure */
+  ht_recorded_destroy(r);
+}
+
 /* The value baseline's E_k against the average over every k-subset of the 10 values, and the rank
  * baseline's time at the expected rank of the best against the mean rank over those subsets. */
 static void test_baseline_exact(void **state) {
@@ -265,7 +300,7 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/replay_test_XXXXXX", HT_BINARY_DIR);
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_load_csv_and_lookup), cmocka_unit_test(test_baseline_exact),
+    cmocka_unit_test(test_load_csv_and_lookup), cmocka_unit_test(test_repeats_merge), cmocka_unit_test(test_baseline_exact),
     cmocka_unit_test(test_replay_budgets),      cmocka_unit_test(test_random_scores_zero),
     cmocka_unit_test(test_t4_and_kernel_tuner_cache), cmocka_unit_test(test_bad_files),
   };

@@ -22,10 +22,13 @@ extern "C" {
 typedef struct ht_recorded ht_recorded;
 
 /* Loads a recorded space by content: hetune CSV export, T4 results JSON, or Kernel Tuner cache
- * JSON. The file must hold one kernel, device and problem. */
+ * JSON. The file must hold one kernel, device and problem; repeated configs count as
+ * ht_recorded_from_store says. */
 ht_status ht_recorded_load(const char *path, ht_recorded **out);
 /* The evaluations in the store of one kernel on one device for one problem (problem NULL: the
- * store must hold exactly one). The latest evaluation of each config counts. */
+ * store must hold exactly one). A config recorded several times (in a file or the store) counts
+ * with the median of its successful times, as ht_store_get_eval judges it, and the mean of its
+ * evaluations' costs; with no success, its last evaluation. */
 ht_status ht_recorded_from_store(ht_store *st, const char *kernel, const char *device_id, const char *problem,
                                  ht_recorded **out);
 void ht_recorded_destroy(ht_recorded *r);

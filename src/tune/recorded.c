@@ -198,15 +198,65 @@ static ht_status add_params(ht_recorded *r, const rec_builder *b, typed *cols) {
   return st;
 }
 
-/* Maps each row to its config; a config recorded twice keeps its last row. */
+/* A config recorded several times counts with the median of its successful times, as the store
+ * judges repeats, and the mean of its rows' costs; with no success, its last row. rows_of lists
+ * each entry's rows (entry i: rows_of[first[i] .. first[i+1]-1]). */
+static ht_status merge_repeats(ht_recorded *r, const rec_builder *b, const size_t *rows_of, const size_t *first) {
+  double *t = malloc((b->n_rows + 1) * sizeof *t);
+  if (!t) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (uint64_t i = 0; i < r->n; i++) {
+    size_t n = first[i + 1] - first[i], n_ok = 0;
+    if (n < 2) continue;
+    double cost = 0;
+    for (size_t k = first[i]; k < first[i + 1]; k++) {
+      const rec_outcome *o = &b->rows[rows_of[k]];
+      cost += o->cost_s > 0 && isfinite(o->cost_s) ? o->cost_s : 0.0;
+      if (o->status == HT_EVAL_OK) t[n_ok++] = o->time_s;
+    }
+    r->e[i].cost_s = cost / (double)n;
+    if (n_ok == 0) continue;
+    r->e[i].status = HT_EVAL_OK;
+    r->e[i].time_s = ht_stat_median(t, (int)n_ok);
+  }
+  free(t);
+  return HT_OK;
+}
+
+/* Each row's entry, then the rows grouped by entry (a counting sort), for merge_repeats. */
+static ht_status group_repeats(ht_recorded *r, const rec_builder *b, const uint64_t *entry_of) {
+  size_t *first = calloc(r->n + 2, sizeof *first), *rows_of = malloc((b->n_rows + 1) * sizeof *rows_of);
+  size_t *fill = malloc((r->n + 1) * sizeof *fill);
+  if (!first || !rows_of || !fill) {
+    free(first);
+    free(rows_of);
+    free(fill);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  for (size_t row = 0; row < b->n_rows; row++) first[entry_of[row] + 1]++;
+  for (uint64_t i = 0; i < r->n; i++) first[i + 1] += first[i];
+  memcpy(fill, first, r->n * sizeof *fill);
+  for (size_t row = 0; row < b->n_rows; row++) rows_of[fill[entry_of[row]]++] = row;
+  ht_status st = merge_repeats(r, b, rows_of, first);
+  free(first);
+  free(rows_of);
+  free(fill);
+  return st;
+}
+
+/* Maps each row to its config (repeats: merge_repeats). */
 static ht_status add_entries(ht_recorded *r, const rec_builder *b, const typed *cols) {
   uint64_t cap = 16;
   while (cap < 2 * b->n_rows + 2) cap *= 2;
   r->e = malloc((b->n_rows + 1) * sizeof *r->e);
   r->slot = malloc(cap * sizeof *r->slot);
-  if (!r->e || !r->slot) return ht_error(HT_ERR_NOMEM, "out of memory");
+  uint64_t *entry_of = malloc((b->n_rows + 1) * sizeof *entry_of);
+  if (!r->e || !r->slot || !entry_of) {
+    free(entry_of);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
   memset(r->slot, -1, cap * sizeof *r->slot);
   r->mask = cap - 1;
+  int repeats = 0;
   for (size_t row = 0; row < b->n_rows; row++) {
     rec_entry e = {.c = {.n = b->n_params}};
     for (int p = 0; p < b->n_params; p++) {
@@ -216,16 +266,23 @@ static ht_status add_entries(ht_recorded *r, const rec_builder *b, const typed *
     e.status = b->rows[row].status;
     e.time_s = e.status == HT_EVAL_OK ? b->rows[row].time_s : INFINITY;
     e.cost_s = b->rows[row].cost_s > 0 && isfinite(b->rows[row].cost_s) ? b->rows[row].cost_s : 0.0;
-    if (e.status == HT_EVAL_OK && !(e.time_s > 0 && isfinite(e.time_s)))
+    if (e.status == HT_EVAL_OK && !(e.time_s > 0 && isfinite(e.time_s))) {
+      free(entry_of);
       return ht_error(HT_ERR_PARSE, "%s: row %zu: a successful config without a positive time", b->source, row + 1);
+    }
     uint64_t i = table_find(r, &e.c);
-    if (r->slot[i] >= 0) r->e[r->slot[i]] = e;
-    else {
+    if (r->slot[i] >= 0) {
+      r->e[r->slot[i]] = e;
+      repeats = 1;
+    } else {
       r->slot[i] = (int64_t)r->n;
       r->e[r->n++] = e;
     }
+    entry_of[row] = (uint64_t)r->slot[i];
   }
-  return HT_OK;
+  ht_status st = repeats ? group_repeats(r, b, entry_of) : HT_OK;
+  free(entry_of);
+  return st;
 }
 
 ht_status rec_builder_finish(rec_builder *b, const char *name, ht_recorded **out) {
