@@ -158,13 +158,65 @@ static void test_dataset_merges_repeats(void **state) {
   assert_int_equal(d->n_repeat_pairs, 4);
   assert_true(fabs(d->repeat_diff_median - 0.75) < 1e-12);
   assert_true(fabs(d->repeat_diff_p90 - 1.0) < 1e-12);
+  /* each row keeps its measurements in the order read, and a subset keeps them */
+  assert_non_null(d->repeats);
+  assert_int_equal(d->n_repeats[0], 3);
+  assert_true(d->repeats[0] == 0.001 && d->repeats[1] == 0.003 && d->repeats[2] == 0.002);
+  assert_int_equal(d->n_repeats[1], 1);
+  ht_dataset *sub;
+  int row0 = 0;
+  assert_int_equal(ht_dataset_subset(d, &row0, 1, &sub), HT_OK);
+  assert_int_equal(sub->n_repeats[0], 3);
+  assert_true(sub->repeats[2] == 0.002);
+  ht_accuracy floor;
+  int m = -1;
+  assert_int_equal(ht_accuracy_floor(d, &floor, &m), HT_OK);
+  assert_int_equal(m, 0); /* a row measured once: no floor */
+  assert_int_equal(ht_accuracy_floor(sub, &floor, &m), HT_OK);
+  assert_int_equal(m, 3);
+  ht_dataset_destroy(sub);
   ht_dataset_destroy(d);
   if (ht_dataset_from_csv(fs, paths, 1, NULL, &d)) fail_msg("%s", ht_last_error());
   assert_int_equal(d->n_repeat_pairs, 0); /* no repeats, no noise estimate */
   assert_true(isnan(d->repeat_diff_median));
+  assert_null(d->repeats);
   ht_dataset_destroy(d);
   ht_features_destroy(fs);
   ht_spec_destroy(s);
+}
+
+/* The floor by hand: two configs measured twice, (1, 4) and (2, 2) seconds. Half = one
+ * measurement: the first predicting the second, pred (1, 2) for truth (4, 2): errors 75% and 0%,
+ * the predicted best (config 0) takes 4 against the best 2: penalty 100%, ranks reversed; and the
+ * second predicting the first, pred (4, 2) for truth (1, 2): errors 300% and 0%, penalty 100%. */
+static void test_accuracy_floor(void **state) {
+  (void)state;
+  ht_dataset *d;
+  assert_int_equal(ht_dataset_create(2, 1, &d), HT_OK);
+  d->n_groups = 1;
+  d->y[0] = 2.5;
+  d->y[1] = 2;
+  d->work[0] = d->work[1] = 1;
+  d->repeats = calloc(2 * HT_DATASET_REPEATS, sizeof *d->repeats);
+  d->n_repeats = calloc(2, sizeof *d->n_repeats);
+  d->repeats[0] = 1;
+  d->repeats[1] = 4;
+  d->repeats[HT_DATASET_REPEATS] = d->repeats[HT_DATASET_REPEATS + 1] = 2;
+  d->n_repeats[0] = 2;
+  d->n_repeats[1] = 3; /* the third is not used: the fewest any row has count */
+  d->repeats[HT_DATASET_REPEATS + 2] = 100;
+  ht_accuracy f;
+  int m;
+  assert_int_equal(ht_accuracy_floor(d, &f, &m), HT_OK);
+  assert_int_equal(m, 2);
+  assert_int_equal(f.n_rows, 2);
+  assert_int_equal(f.n_groups, 1);
+  assert_true(fabs(f.mape_mean - 93.75) < 1e-9);
+  assert_true(fabs(f.mape_max - 187.5) < 1e-9);
+  assert_true(fabs(f.penalty_mean - 100) < 1e-9);
+  assert_true(fabs(f.spearman + 1) < 1e-9);
+  assert_true(f.top1 == 0);
+  ht_dataset_destroy(d);
 }
 
 static void test_dataset_bad_csv(void **state) {
@@ -518,6 +570,29 @@ static void test_cli_store_data_and_top(void **state) {
   assert_non_null(strstr(o.err, "nosuch"));
 }
 
+/* model eval on the five recordings of vadd_c: the floor lines come before the models', on every
+ * row and on the hold-out; with one recording there are none. */
+static void test_cli_eval_floor(void **state) {
+  (void)state;
+  char args[2048];
+  int n = snprintf(args, sizeof args, "model eval examples/vadd/vadd_c.json --kinds linear --folds 3 --test 0 "
+                                      "--data data/datasets/vadd_c.csv");
+  const int prefix = n;
+  for (int p = 2; p <= 5; p++)
+    n += snprintf(args + n, sizeof args - (size_t)n, " --data data/datasets/pass%d/vadd_c.csv", p);
+  cli_out o;
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, "median of half of each row's 5 measurements (2 or 3)"));
+  const char *cv = strstr(o.out, "\nfloor     cv"), *ho = strstr(o.out, "\nfloor     holdout");
+  const char *model = strstr(o.out, "\nlinear    cv");
+  assert_true(cv && ho && model && cv < ho && ho < model);
+  args[prefix] = 0;
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_null(strstr(o.out, "floor"));
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "%s/model_test_XXXXXX", HT_BINARY_DIR);
@@ -541,6 +616,7 @@ int main(void) {
     cmocka_unit_test(test_features_bad_text),
     cmocka_unit_test(test_dataset_from_csv),
     cmocka_unit_test(test_dataset_merges_repeats),
+    cmocka_unit_test(test_accuracy_floor),
     cmocka_unit_test(test_dataset_bad_csv),
     cmocka_unit_test(test_accuracy_values),
     cmocka_unit_test(test_split_largest),
@@ -552,6 +628,7 @@ int main(void) {
     cmocka_unit_test(test_cuda_ptx_features),
     cmocka_unit_test(test_cli_train_predict_show),
     cmocka_unit_test(test_cli_store_data_and_top),
+    cmocka_unit_test(test_cli_eval_floor),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

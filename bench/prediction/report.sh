@@ -6,7 +6,8 @@
 #
 # usage: bench/prediction/report.sh [KINDS]    KINDS: comma list (default: every model kind)
 # Writes bench/prediction/results.tsv (one line per kernel x model x evaluation) and prints the
-# markdown tables. HETUNE picks the binary (default build/hetune); OPTIONS passes model options;
+# markdown tables. The pseudo-model "floor" is the labels' own agreement (`model eval` prints it
+# when every row was measured several times): half of each row's recordings predicting the rest. HETUNE picks the binary (default build/hetune); OPTIONS passes model options;
 # REPORT_ONLY=1 prints the tables of the existing results.tsv without evaluating again.
 # Every recording of a kernel is used (data/datasets/<kernel>.csv and the repeated measurements
 # data/datasets/pass*/<kernel>.csv): repeats merge into the median of their times. PASSES=main
@@ -86,12 +87,13 @@ END {
       (spm[k1] + spm[k2]) / nn, (spx[k1] > spx[k2] ? spx[k1] : spx[k2]), (stop[k1] + stop[k2]) / nn
   }
   printf "\n### Prediction latency (median ns per call, mean over kernels)\n\n| model | ns |\n|---|---|\n"
-  for (m in models) printf "| %s | %.0f |\n", m, lat[m] / nl[m]
+  for (m in models) if (m != "floor") printf "| %s | %.0f |\n", m, lat[m] / nl[m]
 }' "$out"
 
 printf '\n### Per kernel: the best model on the size hold-out\n\n'
 awk -F'\t' '
 # Per kernel: the model with the lowest hold-out mean error, and its ranking numbers.
+$2 == "floor" { next }
 $3 == "holdout" {
   if (!($1 in best) || $5 < bm[$1]) { best[$1] = $2; bm[$1] = $5; bx[$1] = $6; br[$1] = $8; bt[$1] = $9; bp[$1] = $10; bq[$1] = $11; cls[$1] = $14 }
   if (!($1 in order)) { order[$1] = ++nk; name[nk] = $1 }

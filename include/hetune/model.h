@@ -37,7 +37,12 @@ typedef struct ht_dataset {
    * row, median and 90th percentile (NaN without repeats). No model beats its labels' agreement. */
   int n_repeat_pairs;
   double repeat_diff_median, repeat_diff_p90;
+  /* Row i's first n_repeats[i] (<= HT_DATASET_REPEATS) measurements in the order read; NULL when
+   * no row was measured twice. ht_accuracy_floor splits them. */
+  double *repeats; /* n_rows x HT_DATASET_REPEATS */
+  int *n_repeats;
 } ht_dataset;
+#define HT_DATASET_REPEATS 8
 
 /* An empty dataset with room for n_rows x n_features (names NULL, values 0). */
 ht_status ht_dataset_create(int n_rows, int n_features, ht_dataset **out);
@@ -135,6 +140,14 @@ typedef struct ht_accuracy {
   double penalty_mean, penalty_max; /* 100 (y of the predicted-fastest row / fastest y - 1) */
 } ht_accuracy;
 ht_status ht_accuracy_compute(const ht_dataset *d, const double *pred, ht_accuracy *out);
+/* The labels' own floor: the median of half of each row's repeated measurements taken as the
+ * prediction of the median of the other half, scored as ht_accuracy_compute scores a model, every
+ * field averaged over every split of the first m measurements into m/2 and m - m/2, both ways (m:
+ * the fewest any row has, at most HT_DATASET_REPEATS): how well the measurements agree with
+ * themselves. A model judged by the median of all m faces steadier labels and may score better;
+ * one far worse is limited by itself, not by the measurements. *m = 0 and out zeroed when some
+ * row was measured only once. */
+ht_status ht_accuracy_floor(const ht_dataset *d, ht_accuracy *out, int *m);
 
 /* Out-of-fold predictions of k-fold cross-validation over rows shuffled by seed (pred: n_rows). */
 ht_status ht_model_cross_validate(const char *kind, const ht_dataset *d, const char *options, int folds,

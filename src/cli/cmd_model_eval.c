@@ -139,6 +139,12 @@ static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int h
     printf("label noise: two measurements of one config at one problem differ by %.1f%% (median of %d pairs), "
            "%.1f%% at the 90th percentile\n",
            100 * d->repeat_diff_median, d->n_repeat_pairs, 100 * d->repeat_diff_p90);
+  int m = 0;
+  ht_accuracy floor;
+  if (d->repeats && !ht_accuracy_floor(d, &floor, &m) && m > 0)
+    printf("floor: the 'floor' lines score the median of half of each row's %d measurements (%d or %d) as the "
+           "prediction of the median of the rest: how well the measurements agree with themselves\n",
+           m, m / 2, m - m / 2);
   if (markdown) {
     printf("\n| model | evaluation | mean err %% | max err %% | R2 (log) | Spearman | top-1 | penalty mean %% | "
            "penalty max %% | fit s | predict ns |\n");
@@ -187,6 +193,22 @@ static int eval_settings(const cli_args *a, long long *folds, long long *holdout
   return CLI_OK;
 }
 
+/* The labels' floor (ht_accuracy_floor), as a pseudo-model "floor": on every row (the "cv" line)
+ * and on the held-out rows; nothing when some row was measured only once. */
+static void print_floor(const ht_dataset *d, long long folds, long long holdout, const out_style *o) {
+  eval_row r = {.kind = "floor"};
+  int m = 0, m_ho = 0, *train = NULL, *test = NULL, n_train, n_test;
+  ht_dataset *td = NULL;
+  if (folds && !ht_accuracy_floor(d, &r.cv, &m)) r.has_cv = m > 0;
+  if (holdout && !ht_dataset_split_largest(d, (int)holdout, &train, &n_train, &test, &n_test) &&
+      !ht_dataset_subset(d, test, n_test, &td) && !ht_accuracy_floor(td, &r.ho, &m_ho))
+    r.has_ho = m_ho > 0;
+  ht_dataset_destroy(td);
+  free(train);
+  free(test);
+  if (r.has_cv || r.has_ho) print_row(&r, o);
+}
+
 static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, long long holdout, uint64_t seed,
                      double test, const out_style *o) {
   char kinds[1024];
@@ -196,6 +218,7 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, lo
     for (int i = 0; i < ht_model_kind_count(); i++)
       snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", i ? "," : "", ht_model_kind_at(i)->name);
   } else snprintf(kinds, sizeof kinds, "%s", list);
+  print_floor(d, folds, holdout, o);
   char *save = NULL;
   for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
     eval_row r = {.kind = k};

@@ -41,6 +41,8 @@ void ht_dataset_destroy(ht_dataset *d) {
   free(d->y);
   free(d->group);
   free(d->work);
+  free(d->repeats);
+  free(d->n_repeats);
   free(d);
 }
 
@@ -79,6 +81,20 @@ static ht_status renumber_groups(const ht_dataset *d, ht_dataset *s) {
   return st;
 }
 
+/* The repeated measurements of the rows listed, when d has them. */
+static ht_status copy_repeats(const ht_dataset *d, const int *rows, ht_dataset *s) {
+  if (!d->repeats) return HT_OK;
+  s->repeats = malloc(((size_t)s->n_rows + 1) * HT_DATASET_REPEATS * sizeof *s->repeats);
+  s->n_repeats = malloc(((size_t)s->n_rows + 1) * sizeof *s->n_repeats);
+  if (!s->repeats || !s->n_repeats) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < s->n_rows; k++) {
+    memcpy(s->repeats + (size_t)k * HT_DATASET_REPEATS, d->repeats + (size_t)rows[k] * HT_DATASET_REPEATS,
+           HT_DATASET_REPEATS * sizeof *s->repeats);
+    s->n_repeats[k] = d->n_repeats[rows[k]];
+  }
+  return HT_OK;
+}
+
 ht_status ht_dataset_subset(const ht_dataset *d, const int *rows, int n, ht_dataset **out) {
   ht_dataset *s;
   ht_status st = ht_dataset_create(n, d->n_features, &s);
@@ -94,7 +110,7 @@ ht_status ht_dataset_subset(const ht_dataset *d, const int *rows, int n, ht_data
     s->group[k] = d->group[i];
     s->work[k] = d->work[i];
   }
-  if ((st = copy_names(d, s)) || (st = renumber_groups(d, s))) {
+  if ((st = copy_names(d, s)) || (st = renumber_groups(d, s)) || (st = copy_repeats(d, rows, s))) {
     ht_dataset_destroy(s);
     return st;
   }

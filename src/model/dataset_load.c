@@ -17,6 +17,8 @@ typedef struct builder {
   int n_measured; /* rows before repeats were merged */
   int n_repeat_pairs;
   double repeat_diff_median, repeat_diff_p90;
+  double *reps; /* kept rows x HT_DATASET_REPEATS measurements, for the dataset's repeats */
+  int *n_reps, repeated;
   char **labels;
   int n_groups;
   int64_t *sizes;
@@ -39,6 +41,8 @@ static void builder_free(builder *b) {
   free(b->y);
   free(b->work);
   free(b->group);
+  free(b->reps);
+  free(b->n_reps);
   for (int g = 0; g < b->n_groups; g++) free(b->labels[g]);
   free(b->labels);
   free(b->sizes);
@@ -143,7 +147,10 @@ static ht_status merge_repeats(builder *b) {
   int *rep = malloc((size_t)b->n * sizeof *rep), *next = malloc((size_t)b->n * sizeof *next);
   int *tail = malloc((size_t)b->n * sizeof *tail);
   double *times = malloc((size_t)b->n * sizeof *times);
-  ht_status st = rep && next && tail && times ? find_repeats(b, rep) : ht_error(HT_ERR_NOMEM, "out of memory");
+  b->reps = malloc(((size_t)b->n + 1) * HT_DATASET_REPEATS * sizeof *b->reps);
+  b->n_reps = malloc(((size_t)b->n + 1) * sizeof *b->n_reps);
+  ht_status st = rep && next && tail && times && b->reps && b->n_reps ? find_repeats(b, rep)
+                                                                      : ht_error(HT_ERR_NOMEM, "out of memory");
   for (int i = 0; !st && i < b->n; i++) { /* chain each row's repeats, ascending: rep[i] <= i */
     next[i] = -1;
     if (rep[i] != i) next[tail[rep[i]]] = i;
@@ -160,6 +167,9 @@ static ht_status merge_repeats(builder *b) {
         double d = fabs(times[u] - times[v]) / fmin(times[u], times[v]);
         ht_buf_append_bytes(&diffs, &d, sizeof d);
       }
+    b->n_reps[kept] = n_t < HT_DATASET_REPEATS ? n_t : HT_DATASET_REPEATS;
+    memcpy(b->reps + (size_t)kept * HT_DATASET_REPEATS, times, (size_t)b->n_reps[kept] * sizeof *times);
+    b->repeated |= n_t > 1;
     memmove(b->x + (size_t)kept * b->nf, b->x + (size_t)i * b->nf, (size_t)b->nf * sizeof(double));
     b->y[kept] = ht_stat_median(times, n_t);
     b->work[kept] = b->work[i];
@@ -195,6 +205,12 @@ static ht_status builder_finish(builder *b, const char *source, ht_dataset **out
   d->n_repeat_pairs = b->n_repeat_pairs;
   d->repeat_diff_median = b->repeat_diff_median;
   d->repeat_diff_p90 = b->repeat_diff_p90;
+  if (b->repeated) { /* the dataset takes them over */
+    d->repeats = b->reps;
+    d->n_repeats = b->n_reps;
+    b->reps = NULL;
+    b->n_reps = NULL;
+  }
   memcpy(d->x, b->x, (size_t)b->n * b->nf * sizeof(double));
   memcpy(d->y, b->y, (size_t)b->n * sizeof(double));
   memcpy(d->work, b->work, (size_t)b->n * sizeof(double));
