@@ -124,9 +124,11 @@ NBODY_ATTR void nbody(float *restrict ax, float *restrict ay, float *restrict az
            int n, float eps2)
 {
 #if LAYOUT
-  float *soa = aligned_alloc(64, ((size_t)4 * n + 64) * sizeof(float));
-  if (!soa) return;
+  /* four arrays of pitch floats, 64-byte aligned: aligned_alloc wants a size that is a multiple of
+   * the alignment, which 4 * pitch * 4 bytes is */
   const size_t pitch = ((size_t)n + 15) / 16 * 16;
+  float *soa = aligned_alloc(64, 4 * pitch * sizeof(float));
+  if (!soa) return;
   float *restrict px = soa, *restrict py = soa + pitch, *restrict pz = soa + 2 * pitch,
         *restrict pm = soa + 3 * pitch;
   for (int j = 0; j < n; j++) {
