@@ -219,6 +219,26 @@ static void test_accuracy_floor(void **state) {
   ht_dataset_destroy(d);
 }
 
+/* Ratios 1.0, 1.1, .. 3.0 (21 rows) and one row without a usable prediction: the 80% band runs
+ * from the 3rd smallest ratio (index floor(0.1 * 20)) to the 19th (index ceil(0.9 * 20)). */
+static void test_band_from_predictions(void **state) {
+  (void)state;
+  double y[22], pred[22];
+  for (int i = 0; i < 21; i++) {
+    y[i] = 1 + 0.1 * i;
+    pred[i] = 1;
+  }
+  y[21] = 5;
+  pred[21] = 0;
+  ht_band b;
+  assert_int_equal(ht_band_from_predictions(y, pred, 22, 0.8, &b), HT_OK);
+  assert_int_equal(b.n, 21);
+  assert_true(fabs(b.lo - 1.2) < 1e-12 && fabs(b.hi - 2.8) < 1e-12);
+  assert_int_equal(ht_band_from_predictions(y, pred, 22, 1.5, &b), HT_ERR_INVALID);
+  assert_int_equal(ht_band_from_predictions(y, pred, 0, 0.8, &b), HT_OK);
+  assert_int_equal(b.n, 0);
+}
+
 static void test_dataset_bad_csv(void **state) {
   (void)state;
   ht_spec *s = load_spec("examples/vadd/vadd_c.json");
@@ -593,6 +613,28 @@ static void test_cli_eval_floor(void **state) {
   assert_null(strstr(o.out, "floor"));
 }
 
+/* --band 0.8: a band per evaluation, estimated on the training rows, with the share it holds. */
+static void test_cli_eval_band(void **state) {
+  (void)state;
+  char args[1024];
+  snprintf(args, sizeof args, "model eval examples/vadd/vadd_c.json --kinds linear --folds 0 --band 0.8 "
+                              "--data data/datasets/vadd_c.csv");
+  cli_out o;
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  const char *t = strstr(o.out, "linear    test      band: 80% band ["), *h = strstr(o.out, "linear    holdout   band: 80% band [");
+  assert_true(t && h);
+  double lo, hi, held;
+  int n;
+  assert_int_equal(sscanf(h, "linear    holdout   band: 80%% band [%lf, %lf] x predicted (from %d training rows) holds %lf%%",
+                          &lo, &hi, &n, &held), 4);
+  assert_true(lo <= hi && n > 0 && held >= 0 && held <= 100);
+  snprintf(args, sizeof args, "model eval examples/vadd/vadd_c.json --band 1.5 --data data/datasets/vadd_c.csv");
+  cli(&o, args);
+  assert_int_not_equal(o.rc, 0);
+  assert_non_null(strstr(o.err, "--band must be between 0 and 1"));
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "%s/model_test_XXXXXX", HT_BINARY_DIR);
@@ -617,6 +659,7 @@ int main(void) {
     cmocka_unit_test(test_dataset_from_csv),
     cmocka_unit_test(test_dataset_merges_repeats),
     cmocka_unit_test(test_accuracy_floor),
+    cmocka_unit_test(test_band_from_predictions),
     cmocka_unit_test(test_dataset_bad_csv),
     cmocka_unit_test(test_accuracy_values),
     cmocka_unit_test(test_split_largest),
@@ -629,6 +672,7 @@ int main(void) {
     cmocka_unit_test(test_cli_train_predict_show),
     cmocka_unit_test(test_cli_store_data_and_top),
     cmocka_unit_test(test_cli_eval_floor),
+    cmocka_unit_test(test_cli_eval_band),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

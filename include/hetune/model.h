@@ -159,6 +159,19 @@ ht_status ht_dataset_split_largest(const ht_dataset *d, int n_largest, int **tra
 /* Fits on the train rows and predicts the test rows into pred (n_test). */
 ht_status ht_model_holdout(const char *kind, const ht_dataset *d, const char *options, uint64_t seed,
                            const int *train, int n_train, const int *test, int n_test, double *pred);
+/* A prediction band: a measured time falls between lo and hi times the prediction for the stated
+ * share (coverage) of the n out-of-sample rows it was estimated on; n = 0: no band. */
+typedef struct ht_band {
+  double coverage, lo, hi;
+  int n;
+} ht_band;
+/* The band of out-of-sample predictions pred of y (rows with a non-positive prediction skipped). */
+ht_status ht_band_from_predictions(const double *y, const double *pred, int n, double coverage, ht_band *out);
+/* The bands of kind on d: interp from 5-fold cross-validation over rows (sizes seen in training),
+ * extrap from training on all but the largest size and predicting it (sizes beyond the training
+ * range). A band left with n = 0 needs more data: 10 rows, or 3 distinct sizes. */
+ht_status ht_model_bands(const char *kind, const ht_dataset *d, const char *options, uint64_t seed, double coverage,
+                         ht_band *interp, ht_band *extrap);
 /* Median nanoseconds per ht_model_predict over calls calls cycling through d's rows. */
 double ht_model_latency_ns(const ht_model *m, const ht_dataset *d, int calls);
 

@@ -24,6 +24,8 @@ static const char *eval_help =
   "  --test F          also a random hold-out of this fraction of the rows, as reference 003's test\n"
   "                    set (default 0.2, 0 = skip)\n"
   "  --seed N          seed of folds and models (default 1)\n"
+  "  --band C          also check prediction bands of coverage C (e.g. 0.8): bands estimated on the\n"
+  "                    training rows alone, the share of held-out rows inside them printed per kind\n"
   "  --mrmr            also print the MRMR ranking of the features\n"
   "  --markdown        print a markdown table\n"
   "  --tsv             print tab-separated lines: kernel, model, evaluation, the numbers\n";
@@ -32,6 +34,9 @@ typedef struct eval_row {
   const char *kind;
   ht_accuracy cv, ho, test;
   int has_cv, has_ho, has_test;
+  double band;               /* coverage asked for, 0: none */
+  ht_band band_ho, band_test; /* extrapolation band for the hold-out, interpolation for the test */
+  double inside_ho, inside_test; /* share of those rows inside their band */
   double fit_s, latency_ns;
   char error[256];
 } eval_row;
@@ -56,6 +61,32 @@ static void cross_validate(eval_row *r, const ht_dataset *d, const char *options
   free(pred);
 }
 
+/* The share of the test rows whose measured time lies inside the band around pred. */
+static double share_inside(const ht_dataset *d, const int *test, int n_test, const double *pred, const ht_band *b) {
+  int in = 0;
+  for (int k = 0; k < n_test; k++) {
+    double y = d->y[test[k]];
+    in += y >= b->lo * pred[k] && y <= b->hi * pred[k];
+  }
+  return n_test ? (double)in / n_test : NAN;
+}
+
+/* The band of the kind estimated on the train rows alone (extrap: the extrapolation band, else
+ * the interpolation band), and the share of the test rows inside it. */
+static void check_band(eval_row *r, const ht_dataset *d, const char *options, uint64_t seed, const int *train,
+                       int n_train, const int *test, int n_test, const double *pred, int extrap, ht_band *band,
+                       double *inside) {
+  ht_dataset *tr = NULL;
+  ht_band interp, ext;
+  if (ht_dataset_subset(d, train, n_train, &tr) || ht_model_bands(r->kind, tr, options, seed, r->band, &interp, &ext))
+    snprintf(r->error, sizeof r->error, "band: %s", ht_last_error());
+  else {
+    *band = extrap ? ext : interp;
+    *inside = band->n ? share_inside(d, test, n_test, pred, band) : NAN;
+  }
+  ht_dataset_destroy(tr);
+}
+
 static void hold_out(eval_row *r, const ht_dataset *d, const char *options, int largest, uint64_t seed) {
   int *train, *test, n_train, n_test;
   if (ht_dataset_split_largest(d, largest, &train, &n_train, &test, &n_test)) {
@@ -68,6 +99,8 @@ static void hold_out(eval_row *r, const ht_dataset *d, const char *options, int 
       !ht_dataset_subset(d, test, n_test, &td))
     r->has_ho = !ht_accuracy_compute(td, pred, &r->ho);
   else snprintf(r->error, sizeof r->error, "%s", ht_last_error());
+  if (r->has_ho && r->band > 0)
+    check_band(r, d, options, seed, train, n_train, test, n_test, pred, 1, &r->band_ho, &r->inside_ho);
   ht_dataset_destroy(td);
   free(pred);
   free(train);
@@ -92,6 +125,8 @@ static void random_test(eval_row *r, const ht_dataset *d, const char *options, d
            !ht_dataset_subset(d, perm, n_test, &td))
     r->has_test = !ht_accuracy_compute(td, pred, &r->test);
   else snprintf(r->error, sizeof r->error, "%s", ht_last_error());
+  if (r->has_test && r->band > 0)
+    check_band(r, d, options, seed, perm + n_test, n - n_test, perm, n_test, pred, 0, &r->band_test, &r->inside_test);
   ht_dataset_destroy(td);
   free(perm);
   free(pred);
@@ -119,11 +154,23 @@ static void print_line(const char *kind, const char *what, const ht_accuracy *x,
   printf("%s%7.3f%s%8.0f%s\n", sep, r->fit_s, sep, r->latency_ns, markdown ? " |" : "");
 }
 
+static void print_band(const char *kind, const char *what, const ht_band *b, double inside, const out_style *o) {
+  if (o->tsv) return;
+  if (!b->n) printf("%s%-8s  %-8s  band: too few training rows or sizes to estimate one%s\n", o->markdown ? "| " : "",
+                    kind, what, o->markdown ? " |" : "");
+  else
+    printf("%s%-8s  %-8s  band: %.0f%% band [%.3f, %.3f] x predicted (from %d training rows) holds %.0f%% of the "
+           "rows%s\n", o->markdown ? "| " : "", kind, what, 100 * b->coverage, b->lo, b->hi, b->n, 100 * inside,
+           o->markdown ? " |" : "");
+}
+
 static void print_row(const eval_row *r, const out_style *o) {
   int markdown = o->markdown;
   if (r->has_cv) print_line(r->kind, "cv", &r->cv, r, o);
   if (r->has_test) print_line(r->kind, "test", &r->test, r, o);
   if (r->has_ho) print_line(r->kind, "holdout", &r->ho, r, o);
+  if (r->band > 0 && r->has_test) print_band(r->kind, "test", &r->band_test, r->inside_test, o);
+  if (r->band > 0 && r->has_ho) print_band(r->kind, "holdout", &r->band_ho, r->inside_ho, o);
   if (r->error[0] && o->tsv) fprintf(stderr, "hetune: model eval: %s: %s\n", r->kind, r->error);
   else if (r->error[0]) printf("%s%-8s failed: %s%s\n", markdown ? "| " : "", r->kind, r->error, markdown ? " |" : "");
 }
@@ -176,20 +223,25 @@ static int check_kinds(const char *list) {
   return CLI_OK;
 }
 
-static int eval_settings(const cli_args *a, long long *folds, long long *holdout, long long *seed, double *test) {
+typedef struct eval_settings {
+  long long folds, holdout, seed;
+  double test, band;
+} eval_settings;
+
+static int read_settings(const cli_args *a, eval_settings *e) {
   const char *v;
   if (check_kinds(cli_opt(a, "kinds"))) return CLI_USAGE;
-  *test = 0.2;
-  if ((v = cli_opt(a, "test")) && strcmp(v, "0") != 0 && cli_number("model eval", "--test", v, 0, test)) return CLI_USAGE;
-  if (v && strcmp(v, "0") == 0) *test = 0;
-  if (*test >= 1) return cli_usage_error("model eval", "--test must be below 1");
-  *folds = 10;
-  *holdout = 2;
-  *seed = 1;
-  if ((v = cli_opt(a, "folds")) && cli_integer("model eval", "--folds", v, 0, folds)) return CLI_USAGE;
-  if ((v = cli_opt(a, "holdout")) && cli_integer("model eval", "--holdout", v, 0, holdout)) return CLI_USAGE;
-  if ((v = cli_opt(a, "seed")) && cli_integer("model eval", "--seed", v, 0, seed)) return CLI_USAGE;
-  if (*folds == 1) return cli_usage_error("model eval", "--folds must be 0 or at least 2");
+  *e = (eval_settings){.folds = 10, .holdout = 2, .seed = 1, .test = 0.2};
+  if ((v = cli_opt(a, "test")) && strcmp(v, "0") != 0 && cli_number("model eval", "--test", v, 0, &e->test))
+    return CLI_USAGE;
+  if (v && strcmp(v, "0") == 0) e->test = 0;
+  if (e->test >= 1) return cli_usage_error("model eval", "--test must be below 1");
+  if ((v = cli_opt(a, "band")) && cli_number("model eval", "--band", v, 0, &e->band)) return CLI_USAGE;
+  if (v && !(e->band > 0 && e->band < 1)) return cli_usage_error("model eval", "--band must be between 0 and 1");
+  if ((v = cli_opt(a, "folds")) && cli_integer("model eval", "--folds", v, 0, &e->folds)) return CLI_USAGE;
+  if ((v = cli_opt(a, "holdout")) && cli_integer("model eval", "--holdout", v, 0, &e->holdout)) return CLI_USAGE;
+  if ((v = cli_opt(a, "seed")) && cli_integer("model eval", "--seed", v, 0, &e->seed)) return CLI_USAGE;
+  if (e->folds == 1) return cli_usage_error("model eval", "--folds must be 0 or at least 2");
   return CLI_OK;
 }
 
@@ -209,8 +261,7 @@ static void print_floor(const ht_dataset *d, long long folds, long long holdout,
   if (r.has_cv || r.has_ho) print_row(&r, o);
 }
 
-static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, long long holdout, uint64_t seed,
-                     double test, const out_style *o) {
+static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings *e, const out_style *o) {
   char kinds[1024];
   const char *list = cli_opt(a, "kinds");
   if (!list) {
@@ -218,14 +269,16 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, lo
     for (int i = 0; i < ht_model_kind_count(); i++)
       snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", i ? "," : "", ht_model_kind_at(i)->name);
   } else snprintf(kinds, sizeof kinds, "%s", list);
-  print_floor(d, folds, holdout, o);
+  print_floor(d, e->folds, e->holdout, o);
+  const char *options = cli_opt(a, "options");
+  uint64_t seed = (uint64_t)e->seed;
   char *save = NULL;
   for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-    eval_row r = {.kind = k};
-    if (folds) cross_validate(&r, d, cli_opt(a, "options"), (int)folds, seed);
-    if (test > 0) random_test(&r, d, cli_opt(a, "options"), test, seed);
-    if (holdout) hold_out(&r, d, cli_opt(a, "options"), (int)holdout, seed);
-    fit_and_time(&r, d, cli_opt(a, "options"), seed);
+    eval_row r = {.kind = k, .band = e->band};
+    if (e->folds) cross_validate(&r, d, options, (int)e->folds, seed);
+    if (e->test > 0) random_test(&r, d, options, e->test, seed);
+    if (e->holdout) hold_out(&r, d, options, (int)e->holdout, seed);
+    fit_and_time(&r, d, options, seed);
     print_row(&r, o);
     fflush(stdout);
   }
@@ -235,25 +288,24 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, long long folds, lo
 int cmd_model_eval(int argc, char **argv) {
   static const char *const flags[] = {"mrmr", "markdown", "tsv", NULL};
   static const char *const known[] = {"data", "data-db", "device", "kinds", "options", "folds", "holdout",
-                                      "seed", "mrmr", "markdown", "tsv", "test", "size", NULL};
+                                      "seed", "mrmr", "markdown", "tsv", "test", "size", "band", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(eval_help, stdout);
     return CLI_OK;
   }
   cli_args a;
-  long long folds, holdout, seed;
-  double test;
+  eval_settings e;
   int rc = cli_parse(argc, argv, flags, &a);
   if (!rc) rc = cli_check_known(&a, "model eval", known);
-  if (!rc) rc = eval_settings(&a, &folds, &holdout, &seed, &test);
+  if (!rc) rc = read_settings(&a, &e);
   if (rc) return rc;
   ht_spec *spec;
   ht_feature_set *fs;
   ht_dataset *d;
   if ((rc = cli_model_dataset(&a, "model eval", &spec, &fs, &d))) return rc;
   out_style o = {spec->name, cli_has(&a, "markdown"), cli_has(&a, "tsv")};
-  print_header(d, spec, (int)folds, (int)holdout, &o);
-  rc = run_kinds(&a, d, folds, holdout, (uint64_t)seed, test, &o);
+  print_header(d, spec, (int)e.folds, (int)e.holdout, &o);
+  rc = run_kinds(&a, d, &e, &o);
   if (!rc && cli_has(&a, "mrmr")) print_mrmr(d);
   ht_dataset_destroy(d);
   ht_features_destroy(fs);

@@ -1,0 +1,82 @@
+/* Prediction bands: how far measured times fall from a model kind's out-of-sample predictions, as
+ * ratios measured / predicted, so a prediction p comes with "between lo*p and hi*p, with the
+ * stated coverage". Two bands, because a model errs more outside its training sizes than inside:
+ * interpolation from k-fold cross-validation over rows, extrapolation from the hold-out of the
+ * largest training size (the validation `auto` uses for its choice too). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetune/model.h"
+
+enum { BAND_FOLDS = 5, BAND_MIN_SIZES = 3 };
+
+ht_status ht_band_from_predictions(const double *y, const double *pred, int n, double coverage, ht_band *out) {
+  memset(out, 0, sizeof *out);
+  out->coverage = coverage;
+  if (!(coverage > 0 && coverage < 1)) return ht_error(HT_ERR_INVALID, "band coverage %g: expected 0 < c < 1", coverage);
+  double *r = malloc(((size_t)n + 1) * sizeof *r);
+  if (!r) return ht_error(HT_ERR_NOMEM, "out of memory");
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (pred[i] > 0 && isfinite(pred[i]) && y[i] > 0) r[m++] = y[i] / pred[i];
+  if (m > 0) {
+    qsort(r, (size_t)m, sizeof *r, ht_stat_cmp_double);
+    /* the order statistics around the two tails, no interpolation: with few rows the band widens
+     * (the 1e-9 keeps 0.1 * 20 from flooring to 1 through rounding) */
+    int lo = (int)floor((1 - coverage) / 2 * (m - 1) + 1e-9), hi = (int)ceil((1 + coverage) / 2 * (m - 1) - 1e-9);
+    out->lo = r[lo];
+    out->hi = r[hi];
+    out->n = m;
+  }
+  free(r);
+  return HT_OK;
+}
+
+static int distinct_work(const ht_dataset *d) {
+  int n = 0;
+  for (int i = 0; i < d->n_rows && n < BAND_MIN_SIZES; i++) {
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = d->work[j] == d->work[i];
+    n += !seen;
+  }
+  return n;
+}
+
+static ht_status interpolation_band(const char *kind, const ht_dataset *d, const char *options, uint64_t seed,
+                                    double coverage, ht_band *out) {
+  memset(out, 0, sizeof *out);
+  if (d->n_rows < 2 * BAND_FOLDS) return HT_OK;
+  double *pred = malloc((size_t)d->n_rows * sizeof *pred);
+  if (!pred) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status st = ht_model_cross_validate(kind, d, options, BAND_FOLDS, seed, pred);
+  if (!st) st = ht_band_from_predictions(d->y, pred, d->n_rows, coverage, out);
+  free(pred);
+  return st;
+}
+
+static ht_status extrapolation_band(const char *kind, const ht_dataset *d, const char *options, uint64_t seed,
+                                    double coverage, ht_band *out) {
+  memset(out, 0, sizeof *out);
+  if (distinct_work(d) < BAND_MIN_SIZES) return HT_OK;
+  int *train, *test, n_train, n_test;
+  ht_status st = ht_dataset_split_largest(d, 1, &train, &n_train, &test, &n_test);
+  if (st) return st;
+  double *pred = malloc((size_t)n_test * sizeof *pred), *y = malloc((size_t)n_test * sizeof *y);
+  st = pred && y ? ht_model_holdout(kind, d, options, seed, train, n_train, test, n_test, pred)
+                 : ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int k = 0; !st && k < n_test; k++) y[k] = d->y[test[k]];
+  if (!st) st = ht_band_from_predictions(y, pred, n_test, coverage, out);
+  free(pred);
+  free(y);
+  free(train);
+  free(test);
+  return st;
+}
+
+ht_status ht_model_bands(const char *kind, const ht_dataset *d, const char *options, uint64_t seed, double coverage,
+                         ht_band *interp, ht_band *extrap) {
+  ht_status st = interpolation_band(kind, d, options, seed, coverage, interp);
+  if (!st) st = extrapolation_band(kind, d, options, seed, coverage, extrap);
+  return st;
+}
