@@ -633,6 +633,22 @@ static void test_cli_eval_band(void **state) {
   cli(&o, args);
   assert_int_not_equal(o.rc, 0);
   assert_non_null(strstr(o.err, "--band must be between 0 and 1"));
+  /* model train stores both bands; predict uses the one that fits the problem size */
+  snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data data/datasets/vadd_c.csv --kind linear "
+                              "--name banded --db '%s/band.db'", dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, "80% band inside the training sizes: "));
+  assert_non_null(strstr(o.out, "80% band beyond them: "));
+  const char *sizes[][2] = {{"1048576", "inside the training sizes)"}, {"268435456", "beyond the training sizes)"}};
+  for (int i = 0; i < 2; i++) {
+    snprintf(args, sizeof args, "model predict banded --size N=%s --config NTHREADS=2,CHUNK=0,UNROLL=4 --db '%s/band.db'",
+             sizes[i][0], dir);
+    cli(&o, args);
+    if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+    assert_non_null(strstr(o.out, ", 80% band "));
+    assert_non_null(strstr(o.out, sizes[i][1]));
+  }
 }
 
 static int setup(void **state) {

@@ -81,7 +81,19 @@ static const char *train_help =
   "  --seed N          seed (default 1)\n"
   "  --db FILE         database to store the model in (default hetune.db or $HETUNE_DB)\n";
 
-static char *provenance(const cli_args *a, const ht_dataset *d, const ht_accuracy *fit) {
+enum { BAND_COVERAGE_PCT = 80 };
+
+/* [lo, hi] of a band, or null without one. */
+static json_t *band_json(const ht_band *b) {
+  if (!b->n) return json_null();
+  json_t *r = json_array();
+  json_array_append_new(r, json_real(b->lo));
+  json_array_append_new(r, json_real(b->hi));
+  return r;
+}
+
+static char *provenance(const cli_args *a, const ht_dataset *d, const ht_accuracy *fit, const ht_band *interp,
+                        const ht_band *extrap) {
   json_t *p = json_object(), *src = json_array();
   for (int i = 0; i < a->n_opt; i++)
     if (strcmp(a->opt_name[i], "data") == 0 || strcmp(a->opt_name[i], "data-db") == 0)
@@ -97,13 +109,17 @@ static char *provenance(const cli_args *a, const ht_dataset *d, const ht_accurac
   json_object_set_new(p, "train_mape_mean", json_real(fit->mape_mean));
   json_object_set_new(p, "train_mape_max", json_real(fit->mape_max));
   json_object_set_new(p, "device_filter", cli_opt(a, "device") ? json_string(cli_opt(a, "device")) : json_null());
+  /* prediction bands (ht_model_bands), as ratios measured / predicted */
+  json_object_set_new(p, "band_coverage", json_real(interp->coverage));
+  json_object_set_new(p, "band_interp", band_json(interp));
+  json_object_set_new(p, "band_extrap", band_json(extrap));
   char *text = json_dumps(p, JSON_COMPACT);
   json_decref(p);
   return text;
 }
 
 static int store_model(const cli_args *a, const ht_spec *spec, const ht_model *m, const ht_dataset *d,
-                       const char *name) {
+                       const char *name, const ht_band *interp, const ht_band *extrap) {
   ht_buf blob = {0};
   ht_accuracy fit;
   double *pred = malloc((size_t)d->n_rows * sizeof *pred);
@@ -113,7 +129,7 @@ static int store_model(const cli_args *a, const ht_spec *spec, const ht_model *m
     ht_buf_free(&blob);
     return cli_fail("model train");
   }
-  char *prov = provenance(a, d, &fit);
+  char *prov = provenance(a, d, &fit, interp, extrap);
   ht_model_record rec = {.name = name, .kind = ht_model_kind(m), .options = ht_model_options(m),
                          .kernel_name = spec->name, .source_hash = spec->source_hash, .device_id = cli_opt(a, "device"),
                          .spec_path = spec->path, .n_rows = d->n_rows, .provenance_json = prov,
@@ -128,6 +144,12 @@ static int store_model(const cli_args *a, const ht_spec *spec, const ht_model *m
   if (!rc)
     printf("stored model '%s' (%s, %d rows of %d problems, %zu bytes) in %s; training error mean %.2f%%, max %.1f%%\n",
            name, rec.kind, d->n_rows, d->n_groups, blob.len, cli_db_path(a), fit.mape_mean, fit.mape_max);
+  if (!rc && interp->n)
+    printf("  %d%% band inside the training sizes: %.3f-%.3f x predicted (5-fold cross-validation)\n",
+           BAND_COVERAGE_PCT, interp->lo, interp->hi);
+  if (!rc && extrap->n)
+    printf("  %d%% band beyond them: %.3f-%.3f x predicted (the largest size predicted from the others)\n",
+           BAND_COVERAGE_PCT, extrap->lo, extrap->hi);
   free(prov);
   free(pred);
   ht_buf_free(&blob);
@@ -154,9 +176,14 @@ static int model_train(int argc, char **argv) {
   if ((rc = cli_model_dataset(&a, "model train", &spec, &fs, &d))) return rc;
   ht_model *m;
   char *name = cli_opt(&a, "name") ? ht_strdup(cli_opt(&a, "name")) : ht_strfmt("%s.%s", spec->name, kind);
+  ht_band interp, extrap;
   if (ht_model_fit(kind, d, cli_opt(&a, "options"), (uint64_t)seed, &m)) rc = cli_fail("model train");
-  else {
-    rc = store_model(&a, spec, m, d, name);
+  else if (ht_model_bands(kind, d, cli_opt(&a, "options"), (uint64_t)seed, BAND_COVERAGE_PCT / 100.0, &interp,
+                          &extrap)) {
+    rc = cli_fail("model train");
+    ht_model_destroy(m);
+  } else {
+    rc = store_model(&a, spec, m, d, name, &interp, &extrap);
     ht_model_destroy(m);
   }
   free(name);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cli/cli.h"
 
 static const char *predict_help =
@@ -29,7 +31,27 @@ typedef struct found_model {
   char name[256], spec_path[1024], device[64];
   int found;
   ht_status st;
+  /* from the provenance (model train): the training sizes' range and the prediction bands */
+  double work_min, work_max, coverage;
+  ht_band interp, extrap;
 } found_model;
+
+static void read_band(json_t *prov, const char *key, double coverage, ht_band *b) {
+  json_t *r = json_object_get(prov, key);
+  if (json_is_array(r) && json_array_size(r) == 2)
+    *b = (ht_band){coverage, json_number_value(json_array_get(r, 0)), json_number_value(json_array_get(r, 1)), 1};
+}
+
+/* What predict reads from a model's provenance; models stored before bands existed have none. */
+static void read_provenance(const char *text, found_model *f) {
+  json_t *p = text ? json_loads(text, 0, NULL) : NULL;
+  f->work_min = json_number_value(json_object_get(p, "work_min"));
+  f->work_max = json_number_value(json_object_get(p, "work_max"));
+  f->coverage = json_number_value(json_object_get(p, "band_coverage"));
+  read_band(p, "band_interp", f->coverage, &f->interp);
+  read_band(p, "band_extrap", f->coverage, &f->extrap);
+  json_decref(p);
+}
 
 static int take_model(const ht_model_record *rec, void *ctx) {
   found_model *f = ctx;
@@ -38,6 +60,7 @@ static int take_model(const ht_model_record *rec, void *ctx) {
   snprintf(f->spec_path, sizeof f->spec_path, "%s", rec->spec_path ? rec->spec_path : "");
   snprintf(f->device, sizeof f->device, "%s", rec->device_id ? rec->device_id : "");
   f->st = ht_model_load(rec->blob, rec->blob_len, &f->model);
+  read_provenance(rec->provenance_json, f);
   if (f->st) ht_error_prefix(f->st, "%s: model '%s' (id %lld): ", "store", rec->name, (long long)rec->id);
   return 1;
 }
@@ -75,6 +98,25 @@ static void print_seconds(double s) {
   else printf("%.4f s", s);
 }
 
+/* ", 80% band A-B" for a prediction t at problem work w: the interpolation band inside the
+ * training sizes, the extrapolation band beyond them; nothing without a band. */
+static void print_band(const found_model *f, double w, double t) {
+  int inside = w >= f->work_min && w <= f->work_max;
+  const ht_band *b = inside ? &f->interp : &f->extrap;
+  if (!b->n) return;
+  printf(", %.0f%% band ", 100 * f->coverage);
+  print_seconds(b->lo * t);
+  printf(" - ");
+  print_seconds(b->hi * t);
+  printf(inside ? " inside the training sizes" : " beyond the training sizes");
+}
+
+static double problem_work(const ht_spec *spec) {
+  double w = 1;
+  for (int i = 0; i < spec->n_sizes; i++) w *= (double)spec->size_values[i];
+  return w;
+}
+
 static int predict_one(const cli_args *a, ht_spec *spec, ht_feature_set *fs, const found_model *f) {
   int64_t *sizes = calloc((size_t)spec->n_sizes + 1, sizeof *sizes);
   ht_value *params = calloc((size_t)spec->n_params + 1, sizeof *params);
@@ -89,7 +131,9 @@ static int predict_one(const cli_args *a, ht_spec *spec, ht_feature_set *fs, con
     double t = ht_model_predict(f->model, x);
     printf("%s %s %s: predicted ", spec->name, problem, cli_opt(a, "config"));
     print_seconds(t);
-    printf(" (model '%s', %s)\n", f->name, ht_model_kind(f->model));
+    printf(" (model '%s', %s", f->name, ht_model_kind(f->model));
+    print_band(f, problem_work(spec), t);
+    printf(")\n");
   }
   free(sizes);
   free(params);
