@@ -168,8 +168,9 @@ typedef struct ht_band {
 /* The band of out-of-sample predictions pred of y (rows with a non-positive prediction skipped). */
 ht_status ht_band_from_predictions(const double *y, const double *pred, int n, double coverage, ht_band *out);
 /* The bands of kind on d: interp from 5-fold cross-validation over rows (sizes seen in training),
- * extrap from training on all but the largest size and predicting it (sizes beyond the training
- * range). A band left with n = 0 needs more data: 10 rows, or 3 distinct sizes. */
+ * extrap from predicting the largest size from the others and, with 4 sizes or more, the two
+ * largest from the others, pooled (sizes beyond the training range). A band left with n = 0 needs
+ * more data: 10 rows, or 3 distinct sizes. */
 ht_status ht_model_bands(const char *kind, const ht_dataset *d, const char *options, uint64_t seed, double coverage,
                          ht_band *interp, ht_band *extrap);
 /* Median nanoseconds per ht_model_predict over calls calls cycling through d's rows. */

@@ -148,7 +148,7 @@ static int store_model(const cli_args *a, const ht_spec *spec, const ht_model *m
     printf("  %d%% band inside the training sizes: %.3f-%.3f x predicted (5-fold cross-validation)\n",
            BAND_COVERAGE_PCT, interp->lo, interp->hi);
   if (!rc && extrap->n)
-    printf("  %d%% band beyond them: %.3f-%.3f x predicted (the largest size predicted from the others)\n",
+    printf("  %d%% band beyond them: %.3f-%.3f x predicted (the largest sizes predicted from the others)\n",
            BAND_COVERAGE_PCT, extrap->lo, extrap->hi);
   free(prov);
   free(pred);
