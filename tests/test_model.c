@@ -649,6 +649,11 @@ static void test_cli_eval_band(void **state) {
     assert_non_null(strstr(o.out, ", 80% band "));
     assert_non_null(strstr(o.out, sizes[i][1]));
   }
+  snprintf(args, sizeof args, "predict examples/vadd/vadd_c.json --model banded --top 2 --size N=1048576 --db '%s/band.db'",
+           dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, "x its prediction at 80%)"));
 }
 
 static int setup(void **state) {

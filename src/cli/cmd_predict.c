@@ -176,11 +176,15 @@ static int top_visit(const ht_config *c, void *ctx) {
   return 0;
 }
 
-static void print_top(const top_ctx *t, long long n_top, const char *model_name) {
+static void print_top(const top_ctx *t, long long n_top, const found_model *f) {
   char problem[512], cfg[1024];
   ht_spec_problem_key(t->spec, problem, sizeof problem);
-  printf("%s %s: the %lld of %zu configs predicted fastest (model '%s')\n", t->spec->name, problem,
-         n_top < (long long)t->n ? n_top : (long long)t->n, t->n, model_name);
+  printf("%s %s: the %lld of %zu configs predicted fastest (model '%s'", t->spec->name, problem,
+         n_top < (long long)t->n ? n_top : (long long)t->n, t->n, f->name);
+  double w = problem_work(t->spec);
+  const ht_band *b = w >= f->work_min && w <= f->work_max ? &f->interp : &f->extrap;
+  if (b->n) printf("; each within %.3f-%.3f x its prediction at %.0f%%", b->lo, b->hi, 100 * b->coverage);
+  printf(")\n");
   char *used = calloc(t->n + 1, 1);
   for (long long k = 0; used && k < n_top && k < (long long)t->n; k++) {
     size_t best = t->n;
@@ -208,7 +212,7 @@ static int predict_top(const cli_args *a, ht_spec *spec, ht_feature_set *fs, con
   if (!st) st = ht_space_enumerate(t.space, top_visit, &t);
   if (!st) st = t.st;
   int rc = st ? cli_fail("predict --top") : CLI_OK;
-  if (!rc) print_top(&t, n_top, f->name);
+  if (!rc) print_top(&t, n_top, f);
   ht_space_destroy(t.space);
   ht_device_close(dev);
   free(t.x);
