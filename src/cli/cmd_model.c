@@ -180,12 +180,10 @@ static int model_train(int argc, char **argv) {
   char *name = cli_opt(&a, "name") ? ht_strdup(cli_opt(&a, "name")) : ht_strfmt("%s.%s", spec->name, kind);
   ht_band interp, extrap;
   if (ht_model_fit(kind, d, cli_opt(&a, "options"), (uint64_t)seed, &m)) rc = cli_fail("model train");
-  else if (ht_model_bands(kind, d, cli_opt(&a, "options"), (uint64_t)seed, BAND_COVERAGE_PCT / 100.0, &interp,
-                          &extrap)) {
-    rc = cli_fail("model train");
-    ht_model_destroy(m);
-  } else {
-    rc = store_model(&a, spec, m, d, name, &interp, &extrap);
+  else {
+    if (ht_model_bands(kind, d, cli_opt(&a, "options"), (uint64_t)seed, BAND_COVERAGE_PCT / 100.0, &interp, &extrap))
+      rc = cli_fail("model train");
+    else rc = store_model(&a, spec, m, d, name, &interp, &extrap);
     ht_model_destroy(m);
   }
   free(name);

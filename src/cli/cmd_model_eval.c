@@ -175,7 +175,9 @@ static void print_row(const eval_row *r, const out_style *o) {
   else if (r->error[0]) printf("%s%-8s failed: %s%s\n", markdown ? "| " : "", r->kind, r->error, markdown ? " |" : "");
 }
 
-static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int holdout, const out_style *o) {
+/* floor_m: the measurements per row the floor splits (ht_accuracy_floor), 0 without a floor. */
+static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int holdout, int floor_m,
+                         const out_style *o) {
   if (o->tsv) return;
   int markdown = o->markdown;
   printf("%s: %d rows", s->name, d->n_rows);
@@ -186,9 +188,8 @@ static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int h
     printf("label noise: two measurements of one config at one problem differ by %.1f%% (median of %d pairs), "
            "%.1f%% at the 90th percentile\n",
            100 * d->repeat_diff_median, d->n_repeat_pairs, 100 * d->repeat_diff_p90);
-  int m = 0;
-  ht_accuracy floor;
-  if (d->repeats && !ht_accuracy_floor(d, &floor, &m) && m > 0)
+  int m = floor_m;
+  if (m > 0)
     printf("floor: the 'floor' lines score the median of half of each row's %d measurements (%d or %d) as the "
            "prediction of the median of the rest: how well the measurements agree with themselves\n",
            m, m / 2, m - m / 2);
@@ -245,14 +246,14 @@ static int read_settings(const cli_args *a, eval_settings *e) {
   return CLI_OK;
 }
 
-/* The labels' floor (ht_accuracy_floor), as a pseudo-model "floor": on every row (the "cv" line)
- * and on the held-out rows; nothing when some row was measured only once. */
-static void print_floor(const ht_dataset *d, long long folds, long long holdout, const out_style *o) {
-  eval_row r = {.kind = "floor"};
-  int m = 0, m_ho = 0, *train = NULL, *test = NULL, n_train, n_test;
+/* The labels' floor (ht_accuracy_floor), as a pseudo-model "floor": on every row (all, the "cv"
+ * line, computed by the caller: m > 0) and on the held-out rows; nothing without repeats. */
+static void print_floor(const ht_dataset *d, const ht_accuracy *all, int m, long long folds, long long holdout,
+                        const out_style *o) {
+  eval_row r = {.kind = "floor", .cv = *all, .has_cv = folds && m > 0};
+  int m_ho = 0, *train = NULL, *test = NULL, n_train, n_test;
   ht_dataset *td = NULL;
-  if (folds && !ht_accuracy_floor(d, &r.cv, &m)) r.has_cv = m > 0;
-  if (holdout && !ht_dataset_split_largest(d, (int)holdout, &train, &n_train, &test, &n_test) &&
+  if (holdout && m > 0 && !ht_dataset_split_largest(d, (int)holdout, &train, &n_train, &test, &n_test) &&
       !ht_dataset_subset(d, test, n_test, &td) && !ht_accuracy_floor(td, &r.ho, &m_ho))
     r.has_ho = m_ho > 0;
   ht_dataset_destroy(td);
@@ -261,7 +262,8 @@ static void print_floor(const ht_dataset *d, long long folds, long long holdout,
   if (r.has_cv || r.has_ho) print_row(&r, o);
 }
 
-static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings *e, const out_style *o) {
+static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings *e, const ht_accuracy *floor,
+                     int floor_m, const out_style *o) {
   char kinds[1024];
   const char *list = cli_opt(a, "kinds");
   if (!list) {
@@ -269,7 +271,7 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings
     for (int i = 0; i < ht_model_kind_count(); i++)
       snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", i ? "," : "", ht_model_kind_at(i)->name);
   } else snprintf(kinds, sizeof kinds, "%s", list);
-  print_floor(d, e->folds, e->holdout, o);
+  print_floor(d, floor, floor_m, e->folds, e->holdout, o);
   const char *options = cli_opt(a, "options");
   uint64_t seed = (uint64_t)e->seed;
   char *save = NULL;
@@ -304,8 +306,11 @@ int cmd_model_eval(int argc, char **argv) {
   ht_dataset *d;
   if ((rc = cli_model_dataset(&a, "model eval", &spec, &fs, &d))) return rc;
   out_style o = {spec->name, cli_has(&a, "markdown"), cli_has(&a, "tsv")};
-  print_header(d, spec, (int)e.folds, (int)e.holdout, &o);
-  rc = run_kinds(&a, d, &e, &o);
+  ht_accuracy floor;
+  int floor_m = 0;
+  if (ht_accuracy_floor(d, &floor, &floor_m)) floor_m = 0; /* out of memory: no floor lines */
+  print_header(d, spec, (int)e.folds, (int)e.holdout, floor_m, &o);
+  rc = run_kinds(&a, d, &e, &floor, floor_m, &o);
   if (!rc && cli_has(&a, "mrmr")) print_mrmr(d);
   ht_dataset_destroy(d);
   ht_features_destroy(fs);

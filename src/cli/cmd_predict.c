@@ -99,11 +99,16 @@ static void print_seconds(double s) {
   else printf("%.4f s", s);
 }
 
-/* ", 80% band A-B" for a prediction t at problem work w: the interpolation band inside the
- * training sizes, the extrapolation band beyond them; nothing without a band. */
+/* The band for problem work w: interpolation inside the training sizes, extrapolation beyond. */
+static const ht_band *band_at(const found_model *f, double w, int *inside) {
+  *inside = w >= f->work_min && w <= f->work_max;
+  return *inside ? &f->interp : &f->extrap;
+}
+
+/* ", 80% band A-B" for a prediction t at problem work w; nothing without a band. */
 static void print_band(const found_model *f, double w, double t) {
-  int inside = w >= f->work_min && w <= f->work_max;
-  const ht_band *b = inside ? &f->interp : &f->extrap;
+  int inside;
+  const ht_band *b = band_at(f, w, &inside);
   if (!b->n) return;
   printf(", %.0f%% band ", 100 * f->coverage);
   print_seconds(b->lo * t);
@@ -181,8 +186,8 @@ static void print_top(const top_ctx *t, long long n_top, const found_model *f) {
   ht_spec_problem_key(t->spec, problem, sizeof problem);
   printf("%s %s: the %lld of %zu configs predicted fastest (model '%s'", t->spec->name, problem,
          n_top < (long long)t->n ? n_top : (long long)t->n, t->n, f->name);
-  double w = problem_work(t->spec);
-  const ht_band *b = w >= f->work_min && w <= f->work_max ? &f->interp : &f->extrap;
+  int inside;
+  const ht_band *b = band_at(f, problem_work(t->spec), &inside);
   if (b->n) printf("; each within %.3f-%.3f x its prediction at %.0f%%", b->lo, b->hi, 100 * b->coverage);
   printf(")\n");
   char *used = calloc(t->n + 1, 1);

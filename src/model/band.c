@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hetune/model.h"
+#include "model/model_util.h"
 
 enum { BAND_FOLDS = 5, BAND_MIN_SIZES = 3 };
 
@@ -33,16 +34,6 @@ ht_status ht_band_from_predictions(const double *y, const double *pred, int n, d
   }
   free(r);
   return HT_OK;
-}
-
-static int distinct_work(const ht_dataset *d, int enough) {
-  int n = 0;
-  for (int i = 0; i < d->n_rows && n < enough; i++) {
-    int seen = 0;
-    for (int j = 0; j < i && !seen; j++) seen = d->work[j] == d->work[i];
-    n += !seen;
-  }
-  return n;
 }
 
 static ht_status interpolation_band(const char *kind, const ht_dataset *d, const char *options, uint64_t seed,
@@ -75,7 +66,7 @@ static ht_status extrapolate(const char *kind, const ht_dataset *d, const char *
 static ht_status extrapolation_band(const char *kind, const ht_dataset *d, const char *options, uint64_t seed,
                                     double coverage, ht_band *out) {
   memset(out, 0, sizeof *out);
-  int sizes = distinct_work(d, BAND_MIN_SIZES + 1);
+  int sizes = mu_distinct_work(d, BAND_MIN_SIZES + 1);
   if (sizes < BAND_MIN_SIZES) return HT_OK;
   double *y = malloc(2 * ((size_t)d->n_rows + 1) * sizeof *y), *pred = malloc(2 * ((size_t)d->n_rows + 1) * sizeof *pred);
   int n = 0;

@@ -244,6 +244,16 @@ void mu_target_stats(const ht_dataset *d, double *mean, double *sd) {
   *sd = v > 0 ? v : 1;
 }
 
+int mu_distinct_work(const ht_dataset *d, int enough) {
+  int n = 0;
+  for (int i = 0; i < d->n_rows && n < enough; i++) {
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = d->work[j] == d->work[i];
+    n += !seen;
+  }
+  return n;
+}
+
 /* ---- checked options ---- */
 
 ht_status mu_opt_int(const ht_options *o, const char *kind, const char *key, int64_t def, int64_t lo, int64_t hi,

@@ -57,6 +57,9 @@ ht_status mu_ridge(const double *a, int n, int p, const double *y, double lambda
  * that train with fixed step sizes. */
 void mu_target_stats(const ht_dataset *d, double *mean, double *sd);
 
+/* How many distinct problem sizes (work values) d has, counting stops at enough. */
+int mu_distinct_work(const ht_dataset *d, int enough);
+
 /* ---- numeric options, checked: a value that is not a whole number (or number) or lies outside
  * [lo, hi] is HT_ERR_INVALID naming the model and option; absent gives def. */
 ht_status mu_opt_int(const ht_options *o, const char *kind, const char *key, int64_t def, int64_t lo, int64_t hi,

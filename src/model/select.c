@@ -10,17 +10,7 @@
 
 #include "hetune/model.h"
 #include "model/model_select.h"
-
-static int distinct_sizes(const ht_dataset *d) {
-  int n = 0;
-  for (int i = 0; i < d->n_rows; i++) {
-    int seen = 0;
-    for (int j = 0; j < i && !seen; j++) seen = d->work[j] == d->work[i];
-    n += !seen;
-    if (n >= 4) break;
-  }
-  return n;
-}
+#include "model/model_util.h"
 
 /* Mean APE of one kind on the validation scheme; INFINITY when it cannot be fitted. */
 static double validate(const char *kind, const ht_dataset *d, uint64_t seed) {
@@ -28,7 +18,7 @@ static double validate(const char *kind, const ht_dataset *d, uint64_t seed) {
   int *train = NULL, *test = NULL, n_train = 0, n_test = 0;
   if (!pred) return err;
   ht_status st;
-  if (distinct_sizes(d) >= 4) {
+  if (mu_distinct_work(d, 4) >= 4) {
     st = ht_dataset_split_largest(d, 1, &train, &n_train, &test, &n_test);
     if (!st) st = ht_model_holdout(kind, d, "", seed, train, n_train, test, n_test, pred);
   } else {

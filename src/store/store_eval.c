@@ -226,9 +226,8 @@ static int group_add(time_group *g, int64_t id, double t) {
 /* Ends a config's group: keeps it in *best when its median is the lowest so far. */
 static ht_status group_close(time_group *g, const char *key, median_pick *best) {
   if (g->n == 0) return HT_OK;
-  int m = g->n / 2;
-  double med = g->n % 2 ? g->times[m] : 0.5 * (g->times[m - 1] + g->times[m]);
-  int near = g->n % 2 || g->ids[m] > g->ids[m - 1] ? m : m - 1;
+  int m = g->n / 2, near = g->n % 2 || g->ids[m] > g->ids[m - 1] ? m : m - 1;
+  double med = ht_stat_median(g->times, g->n);
   g->n = 0;
   if (best->id && med >= best->median) return HT_OK;
   char *copy = strdup(key);
