@@ -50,6 +50,42 @@ void ht_runner_new_worker(ht_runner *r);
 /* How many times the worker was (re)started; for tests and reports. */
 int ht_runner_worker_starts(const ht_runner *r);
 
+/* ---- memory bandwidth by working set (src/measure/bandwidth.c) ---- */
+
+/* The read bandwidth a device reaches on a working set of a given size: points with strictly
+ * increasing bytes. Between points it is interpolated in log-log; beyond them it is the end value
+ * (past the last level of cache, memory bandwidth no longer changes with size). */
+#define HT_BANDWIDTH_MAX_POINTS 64
+typedef struct ht_bandwidth_curve {
+  int n;
+  double bytes[HT_BANDWIDTH_MAX_POINTS];
+  double bytes_per_s[HT_BANDWIDTH_MAX_POINTS];
+  int threads[HT_BANDWIDTH_MAX_POINTS]; /* the probe's fastest thread count there (0: unknown) */
+} ht_bandwidth_curve;
+
+/* Bytes per second at a working set of `bytes` (NAN for an empty curve). */
+double ht_bandwidth_at(const ht_bandwidth_curve *c, double bytes);
+/* CSV with a header line "bytes,gb_per_s[,threads]" ('#' lines are comments). Errors name the file
+ * and line: missing file, bad number, bytes not increasing, bandwidth not positive, no rows. */
+ht_status ht_bandwidth_load(const char *path, ht_bandwidth_curve *out);
+/* Writes the curve as that CSV (atomically), with `comment` as a first '#' line when not NULL. */
+ht_status ht_bandwidth_save(const char *path, const ht_bandwidth_curve *c, const char *comment);
+
+/* Called after each measured working set of each sweep (1-based), for progress output. */
+typedef void (*ht_bandwidth_progress_fn)(int sweep, double bytes, double bytes_per_s, int threads, void *ctx);
+/* Measures a C device's curve with a generated probe run through the runner: every thread count
+ * (powers of two and the device's maximum) sums a uint32 array of each working set from min_bytes
+ * to max_bytes, doubling, verified against a reference sum; a measurement is the fastest thread
+ * count's median. The sizes are swept `sweeps` times, each working set in a new worker process,
+ * and each point keeps its best sweep: the curve is an upper bound of what the device reads, and
+ * a shared machine's load only ever slows a sweep down. opt NULL: at least 5 timed runs, rsd
+ * target 2%. Probe files go into ht_cache_dir()/probes. Only C devices so far: the host curve is
+ * also the memory bound of an OpenCL CPU device (PoCL) on the same machine; other devices get
+ * HT_ERR_UNSUPPORTED. */
+ht_status ht_bandwidth_measure(const char *device_id, double min_bytes, double max_bytes, int sweeps,
+                               const ht_runner_options *opt, ht_bandwidth_progress_fn progress, void *ctx,
+                               ht_bandwidth_curve *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,6 +41,10 @@ typedef struct ht_dataset {
    * no row was measured twice. ht_accuracy_floor splits them. */
   double *repeats; /* n_rows x HT_DATASET_REPEATS */
   int *n_repeats;
+  /* The device's read bandwidth by working set (n = 0: unknown). When known, models fitted on the
+   * dataset keep a roofline floor: no prediction is faster than the row's "bytes" feature read at
+   * that bandwidth (docs/prediction.md, "The roofline floor"). Subsets copy it. */
+  ht_bandwidth_curve bandwidth;
 } ht_dataset;
 #define HT_DATASET_REPEATS 8
 
@@ -122,6 +126,9 @@ const char *ht_model_kind(const ht_model *m);
 const char *ht_model_options(const ht_model *m);
 int ht_model_n_features(const ht_model *m);
 const char *ht_model_feature_name(const ht_model *m, int i);
+/* 1 when the model keeps a roofline floor (its training dataset had a bandwidth curve and a
+ * "bytes" feature), with the floor's k (>= 1) and the curve's points; 0 otherwise. */
+int ht_model_roofline(const ht_model *m, double *k, int *points);
 /* Bytes that ht_model_load() turns back into the model (feature names included). */
 ht_status ht_model_save(const ht_model *m, ht_buf *out);
 ht_status ht_model_load(const char *data, size_t len, ht_model **out);

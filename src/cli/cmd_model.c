@@ -45,7 +45,10 @@ int cli_model_dataset(const cli_args *a, const char *cmd, ht_spec **spec, ht_fea
   if (rc) return rc;
   if (ht_features_create(*spec, NULL, fs)) rc = cli_fail(cmd);
   if (!rc) rc = open_dataset(a, cmd, *fs, d);
+  if (!rc && cli_opt(a, "bandwidth") && ht_bandwidth_load(cli_opt(a, "bandwidth"), &(*d)->bandwidth)) rc = cli_fail(cmd);
   if (rc) {
+    ht_dataset_destroy(*d);
+    *d = NULL;
     ht_features_destroy(*fs);
     ht_spec_destroy(*spec);
     *fs = NULL;
@@ -80,6 +83,8 @@ static const char *train_help =
   "  --options K=V,..  model options (wrapper: target=log|rate|time, route=none|decade)\n"
   "  --name NAME       stored name (default SPEC-name.KIND)\n"
   "  --device D        only rows measured on device D\n"
+  "  --bandwidth F     the device's bandwidth curve (CSV of 'hetune bandwidth'): the model keeps a\n"
+  "                    roofline floor, no prediction faster than the row's bytes read at that speed\n"
   "  --seed N          seed (default 1)\n"
   "  --db FILE         database to store the model in (default hetune.db or $HETUNE_DB)\n";
 
@@ -111,6 +116,7 @@ static char *provenance(const cli_args *a, const ht_dataset *d, const ht_accurac
   json_object_set_new(p, "train_mape_mean", json_real(fit->mape_mean));
   json_object_set_new(p, "train_mape_max", json_real(fit->mape_max));
   json_object_set_new(p, "device_filter", cli_opt(a, "device") ? json_string(cli_opt(a, "device")) : json_null());
+  json_object_set_new(p, "bandwidth", cli_opt(a, "bandwidth") ? json_string(cli_opt(a, "bandwidth")) : json_null());
   /* prediction bands (ht_model_bands), as ratios measured / predicted */
   json_object_set_new(p, "band_coverage", json_real(interp->coverage));
   json_object_set_new(p, "band_interp", band_json(interp));
@@ -118,6 +124,14 @@ static char *provenance(const cli_args *a, const ht_dataset *d, const ht_accurac
   char *text = json_dumps(p, JSON_COMPACT);
   json_decref(p);
   return text;
+}
+
+/* One line on the model's roofline floor, when it has one. */
+static void print_roofline(const ht_model *m) {
+  double k;
+  int points;
+  if (ht_model_roofline(m, &k, &points))
+    printf("  roofline floor: bytes / (%.3g x bandwidth at that working set), %d-point bandwidth curve\n", k, points);
 }
 
 static int store_model(const cli_args *a, const ht_spec *spec, const ht_model *m, const ht_dataset *d,
@@ -152,6 +166,7 @@ static int store_model(const cli_args *a, const ht_spec *spec, const ht_model *m
   if (!rc && extrap->n)
     printf("  %d%% band beyond them: %.3f-%.3f x predicted (the largest sizes predicted from the others)\n",
            BAND_COVERAGE_PCT, extrap->lo, extrap->hi);
+  if (!rc) print_roofline(m);
   free(prov);
   free(pred);
   ht_buf_free(&blob);
@@ -159,7 +174,8 @@ static int store_model(const cli_args *a, const ht_spec *spec, const ht_model *m
 }
 
 static int model_train(int argc, char **argv) {
-  static const char *const known[] = {"data", "data-db", "device", "kind", "options", "name", "seed", "db", "size", NULL};
+  static const char *const known[] = {"data",    "data-db", "device", "bandwidth", "kind",
+                                      "options", "name",    "seed",   "db",        "size", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(train_help, stdout);
     return CLI_OK;
@@ -208,6 +224,7 @@ static void show_features(const ht_model_record *rec) {
   printf("  features (%d):", ht_model_n_features(m));
   for (int i = 0; i < ht_model_n_features(m); i++) printf(" %s", ht_model_feature_name(m, i));
   printf("\n");
+  print_roofline(m);
   ht_model_destroy(m);
 }
 

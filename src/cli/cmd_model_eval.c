@@ -17,6 +17,8 @@ static const char *eval_help =
   "  --data FILE       hetune export CSV (repeatable); rows of other kernels are skipped\n"
   "  --data-db DB      read the evaluations from a hetune database instead\n"
   "  --device D        only rows measured on device D (e.g. opencl:0:0)\n"
+  "  --bandwidth F     the device's bandwidth curve (CSV of 'hetune bandwidth'): every model gets the\n"
+  "                    roofline floor of its training rows\n"
   "  --kinds A,B,..    model kinds (default: every kind; 'hetune model kinds' lists them)\n"
   "  --options K=V,..  options for every kind (wrapper: target=log|rate|time, route=none|decade)\n"
   "  --folds K         cross-validation folds (default 10, 0 = skip)\n"
@@ -289,8 +291,9 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings
 
 int cmd_model_eval(int argc, char **argv) {
   static const char *const flags[] = {"mrmr", "markdown", "tsv", NULL};
-  static const char *const known[] = {"data", "data-db", "device", "kinds", "options", "folds", "holdout",
-                                      "seed", "mrmr", "markdown", "tsv", "test", "size", "band", NULL};
+  static const char *const known[] = {"data",  "data-db", "device",   "bandwidth", "kinds",
+                                      "options", "folds", "holdout", "seed",   "mrmr",      "markdown",
+                                      "tsv",   "test",    "size",     "band",  NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(eval_help, stdout);
     return CLI_OK;

@@ -13,6 +13,7 @@ static const char *usage =
   "\n"
   "commands:\n"
   "  devices                 list every device and its limits\n"
+  "  bandwidth               a device's read bandwidth by working set (the roofline floor's curve)\n"
   "  tune SPEC               tune a kernel spec on a device, storing every evaluation\n"
   "  best SPEC               print the best stored config of a spec\n"
   "  show [SPEC]             list tuning sessions (and a spec's best configs)\n"
@@ -149,7 +150,8 @@ int main(int argc, char **argv) {
                   {"show", cmd_show},       {"export", cmd_export}, {"space", cmd_space},
                   {"replay", cmd_replay},   {"strategy-bench", cmd_strategy_bench},
                   {"ptx", cmd_ptx},         {"model", cmd_model},   {"predict", cmd_predict},
-                  {"gemm", cmd_gemm}};
+                  {"gemm", cmd_gemm},
+                  {"bandwidth", cmd_bandwidth}};
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;

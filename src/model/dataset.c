@@ -110,6 +110,7 @@ ht_status ht_dataset_subset(const ht_dataset *d, const int *rows, int n, ht_data
     s->group[k] = d->group[i];
     s->work[k] = d->work[i];
   }
+  s->bandwidth = d->bandwidth;
   if ((st = copy_names(d, s)) || (st = renumber_groups(d, s)) || (st = copy_repeats(d, rows, s))) {
     ht_dataset_destroy(s);
     return st;

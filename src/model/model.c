@@ -14,6 +14,7 @@
 
 #include "model/model_select.h"
 #include "model/model_util.h"
+#include "model/roofline.h"
 
 typedef enum target { TARGET_TIME = 0, TARGET_LOG = 1, TARGET_RATE = 2 } target;
 
@@ -33,6 +34,7 @@ struct ht_model {
   unsigned char *logged; /* n_features flags: the model sees log10(1 + v) of this feature */
   int n_routes;
   route *routes;
+  roofline roof; /* bytes_index -1: no floor */
 };
 
 static ht_status parse_target(const char *s, target *t) {
@@ -229,6 +231,7 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
   ht_options *opt;
   if ((st = ht_options_parse(options, &opt))) return ht_error_prefix(st, "model options: ");
   ht_model *m = calloc(1, sizeof *m);
+  if (m) m->roof.bytes_index = -1;
   if (!m) {
     ht_options_destroy(opt);
     return ht_error(HT_ERR_NOMEM, "out of memory");
@@ -246,6 +249,7 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
   if (!st) st = choose_logged(m, train, strcmp(inputs, "raw") == 0);
   if (!st) st = fit_all(m, train, opt, seed);
   if (!st) st = ht_options_check(opt, "model", kind);
+  if (!st) roofline_fit(&m->roof, train);
   ht_options_destroy(opt);
   if (st) {
     ht_model_destroy(m);
@@ -269,13 +273,20 @@ static double bounded(const ht_model *m, const route *rt, double v) {
 double ht_model_predict(const ht_model *m, const double *x) {
   double work = work_of(m, x), t[HT_MODEL_MAX_FEATURES];
   transform_inputs(m, x, t);
-  x = t;
   int r = 0;
   if (m->n_routes > 1) {
     double dec = decade_of(work);
     while (r + 1 < m->n_routes && dec >= m->routes[r + 1].lo_decade) r++;
   }
-  return from_target(m->tgt, bounded(m, &m->routes[r], m->ops->predict(m->routes[r].state, x)), work);
+  double v = from_target(m->tgt, bounded(m, &m->routes[r], m->ops->predict(m->routes[r].state, t)), work);
+  return fmax(v, roofline_floor(&m->roof, x));
+}
+
+int ht_model_roofline(const ht_model *m, double *k, int *points) {
+  if (m->roof.bytes_index < 0) return 0;
+  if (k) *k = m->roof.k;
+  if (points) *points = m->roof.curve.n;
+  return 1;
 }
 
 const char *ht_model_kind(const ht_model *m) { return m->ops->name; }
@@ -286,7 +297,7 @@ const char *ht_model_feature_name(const ht_model *m, int i) {
 }
 
 ht_status ht_model_save(const ht_model *m, ht_buf *out) {
-  mu_put_tag(out, "HTMODEL2");
+  mu_put_tag(out, "HTMODEL3");
   mu_put_str(out, m->ops->name);
   mu_put_str(out, m->options);
   mu_put_i64(out, m->tgt);
@@ -308,11 +319,18 @@ ht_status ht_model_save(const ht_model *m, ht_buf *out) {
     mu_put_bytes(out, sub.data ? sub.data : "", (int64_t)sub.len);
     ht_buf_free(&sub);
   }
+  roofline_save(&m->roof, out);
   return out->failed ? ht_error(HT_ERR_NOMEM, "out of memory saving a model") : HT_OK;
 }
 
-static ht_status load_header(mu_reader *r, ht_model *m) {
-  if (!mu_get_tag(r, "HTMODEL2")) return ht_error(HT_ERR_PARSE, "not a hetune model of this version (bad magic)");
+/* Version 3 added the roofline floor; version 2 models (stored before it) load without one. */
+static int model_version(mu_reader *r) {
+  if (r->len - r->pos >= 8 && memcmp(r->p + r->pos, "HTMODEL2", 8) == 0) return mu_get_tag(r, "HTMODEL2") ? 2 : 0;
+  return mu_get_tag(r, "HTMODEL3") ? 3 : 0;
+}
+
+static ht_status load_header(mu_reader *r, ht_model *m, int *version) {
+  if (!(*version = model_version(r))) return ht_error(HT_ERR_PARSE, "not a hetune model of this version (bad magic)");
   char *kind = mu_get_str(r);
   m->ops = kind ? ht_model_kind_find(kind) : NULL;
   ht_status st = HT_OK;
@@ -340,8 +358,10 @@ ht_status ht_model_load(const char *data, size_t len, ht_model **out) {
   mu_reader r;
   mu_reader_init(&r, data, len);
   ht_model *m = calloc(1, sizeof *m);
+  if (m) m->roof.bytes_index = -1;
   if (!m) return ht_error(HT_ERR_NOMEM, "out of memory");
-  ht_status st = load_header(&r, m);
+  int version;
+  ht_status st = load_header(&r, m, &version);
   int n = st ? 0 : (int)mu_get_count(&r, 1, 64);
   if (!st && r.failed) st = ht_error(HT_ERR_PARSE, "saved model: bad route count");
   if (!st && !(m->routes = calloc((size_t)n, sizeof *m->routes))) st = ht_error(HT_ERR_NOMEM, "out of memory");
@@ -355,6 +375,7 @@ ht_status ht_model_load(const char *data, size_t len, ht_model **out) {
     if (!blob) st = ht_error(HT_ERR_PARSE, "saved %s model: truncated", m->ops->name);
     else st = m->ops->load(&m->routes[i].state, blob, (size_t)blen);
   }
+  if (!st && version >= 3) st = roofline_load(&m->roof, &r, m->n_features);
   if (!st) st = mu_reader_finish(&r, m->ops->name);
   if (st) {
     ht_model_destroy(m);

@@ -1,0 +1,83 @@
+/* hetune bandwidth: a device's read bandwidth by working set, the curve behind the models' roofline
+ * floor (hetune model train --bandwidth). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cli/cli.h"
+
+static const char *bandwidth_help =
+  "usage: hetune bandwidth [--device D] [--min BYTES] [--max BYTES] [--output FILE.csv]\n"
+  "\n"
+  "Measures how fast the device reads a working set of each size, doubling from --min to --max: a\n"
+  "generated probe (a vectorised sum over a uint32 array, every power-of-two thread count) runs\n"
+  "through the runner, verified against a reference; a measurement is the fastest thread count's\n"
+  "median, and each point keeps the best of --sweeps sweeps. The curve shows the cache levels (L2,\n"
+  "L3, memory). 'hetune model train|eval --bandwidth FILE' turns it into a roofline floor under\n"
+  "the model's predictions (docs/prediction.md). C devices only so far; the host's curve also\n"
+  "bounds an OpenCL CPU device (PoCL) on the same machine.\n"
+  "\n"
+  "  --device D     device (default c)\n"
+  "  --min BYTES    smallest working set (default 65536)\n"
+  "  --max BYTES    largest working set (default 536870912 = 512 MiB)\n"
+  "  --sweeps N     measure every working set N times, in new processes, and keep the best\n"
+  "                 (default 3: a shared machine's load only ever slows a sweep down)\n"
+  "  --output F     write the curve as CSV (bytes,gb_per_s,threads)\n"
+  "  --quiet        no progress output\n";
+
+typedef struct progress_ctx {
+  int quiet, sweeps;
+} progress_ctx;
+
+static void progress(int sweep, double bytes, double bytes_per_s, int threads, void *ctx) {
+  const progress_ctx *p = ctx;
+  if (!p->quiet) fprintf(stderr, "  sweep %d/%d: %.0f bytes, %.1f GB/s (%d threads)\n", sweep, p->sweeps, bytes,
+                         bytes_per_s / 1e9, threads);
+}
+
+static void print_curve(const char *device, const ht_bandwidth_curve *c) {
+  printf("read bandwidth of %s by working set (the best of each point's sweeps)\n%14s  %10s  %7s\n", device, "bytes",
+         "GB/s", "threads");
+  for (int i = 0; i < c->n; i++) printf("%14.0f  %10.1f  %7d\n", c->bytes[i], c->bytes_per_s[i] / 1e9, c->threads[i]);
+}
+
+static int read_range(const cli_args *a, double *lo, double *hi, long long *sweeps) {
+  *lo = 65536;
+  *hi = 536870912;
+  *sweeps = 3;
+  int rc = cli_opt(a, "min") ? cli_number("bandwidth", "--min", cli_opt(a, "min"), 0, lo) : CLI_OK;
+  if (!rc && cli_opt(a, "max")) rc = cli_number("bandwidth", "--max", cli_opt(a, "max"), 0, hi);
+  if (!rc && cli_opt(a, "sweeps")) rc = cli_integer("bandwidth", "--sweeps", cli_opt(a, "sweeps"), 1, sweeps);
+  return rc;
+}
+
+int cmd_bandwidth(int argc, char **argv) {
+  static const char *const flags[] = {"quiet", NULL};
+  static const char *const known[] = {"device", "min", "max", "sweeps", "output", "quiet", NULL};
+  if (cli_wants_help(argc, argv)) {
+    fputs(bandwidth_help, stdout);
+    return CLI_OK;
+  }
+  cli_args a;
+  double lo, hi;
+  long long sweeps;
+  int rc = cli_parse(argc, argv, flags, &a);
+  if (!rc) rc = cli_check_known(&a, "bandwidth", known);
+  if (!rc && a.n_pos) rc = cli_usage_error("bandwidth", "takes no positional arguments");
+  if (!rc) rc = read_range(&a, &lo, &hi, &sweeps);
+  if (rc) return rc;
+  const char *device = cli_opt(&a, "device") ? cli_opt(&a, "device") : "c";
+  progress_ctx p = {cli_has(&a, "quiet"), (int)sweeps};
+  ht_bandwidth_curve c;
+  if (ht_bandwidth_measure(device, lo, hi, (int)sweeps, NULL, progress, &p, &c)) return cli_fail("bandwidth");
+  print_curve(device, &c);
+  const char *out = cli_opt(&a, "output");
+  if (!out) return CLI_OK;
+  char comment[256], when[32];
+  time_t now = time(NULL);
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%MZ", gmtime(&now));
+  snprintf(comment, sizeof comment, "hetune bandwidth: read bandwidth of %s by working set, measured %s", device, when);
+  if (ht_bandwidth_save(out, &c, comment)) return cli_fail("bandwidth");
+  printf("wrote %d points to %s\n", c.n, out);
+  return CLI_OK;
+}

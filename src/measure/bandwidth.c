@@ -1,0 +1,258 @@
+/* A device's read bandwidth as a function of the working set, measured with a generated probe
+ * kernel through the ordinary runner (compile cache, verification, timing, worker process), and
+ * the curve's CSV form. Prediction uses the curve as a roofline floor: no kernel moves its bytes
+ * faster than the device reads them at that working set (docs/prediction.md). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetune/measure.h"
+
+/* ---- the curve ---- */
+
+double ht_bandwidth_at(const ht_bandwidth_curve *c, double bytes) {
+  if (c->n < 1) return NAN;
+  if (bytes <= c->bytes[0]) return c->bytes_per_s[0];
+  for (int i = 1; i < c->n; i++) {
+    if (bytes <= c->bytes[i]) {
+      double f = log(bytes / c->bytes[i - 1]) / log(c->bytes[i] / c->bytes[i - 1]);
+      return exp(log(c->bytes_per_s[i - 1]) + f * log(c->bytes_per_s[i] / c->bytes_per_s[i - 1]));
+    }
+  }
+  return c->bytes_per_s[c->n - 1];
+}
+
+static ht_status parse_row(const char *path, int line, char *text, ht_bandwidth_curve *c) {
+  char *end;
+  errno = 0;
+  double bytes = strtod(text, &end);
+  if (end == text || *end != ',' || errno || !(bytes > 0) || !isfinite(bytes))
+    return ht_error(HT_ERR_PARSE, "%s:%d: expected a positive number of bytes, got '%s'", path, line, text);
+  char *rest = end + 1;
+  double gbps = strtod(rest, &end);
+  if (end == rest || (*end != ',' && *end != '\0') || !(gbps > 0) || !isfinite(gbps))
+    return ht_error(HT_ERR_PARSE, "%s:%d: expected a positive bandwidth in GB/s after the bytes", path, line);
+  long threads = *end == ',' ? strtol(end + 1, NULL, 10) : 0;
+  if (c->n >= HT_BANDWIDTH_MAX_POINTS)
+    return ht_error(HT_ERR_PARSE, "%s:%d: more than %d points", path, line, HT_BANDWIDTH_MAX_POINTS);
+  if (c->n > 0 && !(bytes > c->bytes[c->n - 1]))
+    return ht_error(HT_ERR_PARSE, "%s:%d: bytes %.0f do not increase (previous row %.0f)", path, line, bytes,
+                    c->bytes[c->n - 1]);
+  c->bytes[c->n] = bytes;
+  c->bytes_per_s[c->n] = gbps * 1e9;
+  c->threads[c->n++] = threads > 0 && threads < 1 << 20 ? (int)threads : 0;
+  return HT_OK;
+}
+
+ht_status ht_bandwidth_load(const char *path, ht_bandwidth_curve *out) {
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen(path, "r");
+  if (!f) return ht_error(HT_ERR_IO, "bandwidth curve %s: %s", path, strerror(errno));
+  char text[512];
+  int line = 0, header = 0;
+  ht_status st = HT_OK;
+  while (!st && fgets(text, sizeof text, f)) {
+    line++;
+    text[strcspn(text, "\r\n")] = '\0';
+    if (text[0] == '#' || text[0] == '\0') continue;
+    if (!header) {
+      header = 1;
+      if (strncmp(text, "bytes,gb_per_s", 14) != 0)
+        st = ht_error(HT_ERR_PARSE, "%s:%d: expected the header 'bytes,gb_per_s[,threads]'", path, line);
+      continue;
+    }
+    st = parse_row(path, line, text, out);
+  }
+  fclose(f);
+  if (!st && out->n == 0) st = ht_error(HT_ERR_PARSE, "%s: no points (rows 'bytes,gb_per_s')", path);
+  return st;
+}
+
+ht_status ht_bandwidth_save(const char *path, const ht_bandwidth_curve *c, const char *comment) {
+  ht_buf b = {0};
+  if (comment) ht_buf_appendf(&b, "# %s\n", comment);
+  ht_buf_append(&b, "bytes,gb_per_s,threads\n");
+  for (int i = 0; i < c->n; i++)
+    ht_buf_appendf(&b, "%.0f,%.3f,%d\n", c->bytes[i], c->bytes_per_s[i] / 1e9, c->threads[i]);
+  ht_status st = b.failed ? ht_error(HT_ERR_NOMEM, "out of memory") : ht_write_file_atomic(path, b.data, b.len);
+  ht_buf_free(&b);
+  return st;
+}
+
+/* ---- the probe ---- */
+
+/* Each thread sums its contiguous share with a vectorisable integer reduction: exact in any
+ * order (mod 2^32), so the reference comparison needs no tolerance, and reading is all it does. */
+static const char probe_kernel[] =
+  "/* hetune bandwidth probe (generated): out[0] = sum of a (mod 2^32), NTHREADS OpenMP threads. */\n"
+  "#include <stdint.h>\n"
+  "#include <omp.h>\n"
+  "#ifndef NTHREADS\n#define NTHREADS 1\n#endif\n"
+  "void bw_read(uint32_t *restrict out, const uint32_t *restrict a, int64_t n)\n"
+  "{\n"
+  "  uint32_t total = 0;\n"
+  "#pragma omp parallel num_threads(NTHREADS) reduction(+ : total)\n"
+  "  {\n"
+  "    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();\n"
+  "    const int64_t per = (n + nt - 1) / nt;\n"
+  "    const int64_t lo = t * per < n ? t * per : n, hi = lo + per < n ? lo + per : n;\n"
+  "    uint32_t s = 0;\n"
+  "#pragma omp simd reduction(+ : s)\n"
+  "    for (int64_t i = lo; i < hi; i++) s += a[i];\n"
+  "    total += s;\n"
+  "  }\n"
+  "  out[0] = total;\n"
+  "}\n";
+
+static const char probe_reference[] =
+  "#include <stdint.h>\n"
+  "void bw_read_ref(uint32_t *out, const uint32_t *a, int64_t n)\n"
+  "{\n"
+  "  uint32_t s = 0;\n"
+  "  for (int64_t i = 0; i < n; i++) s += a[i];\n"
+  "  out[0] = s;\n"
+  "}\n";
+
+/* Powers of two up to the device's threads, and its thread count itself. */
+static const char probe_spec[] =
+  "{\n"
+  "  \"name\": \"hetune_bandwidth_c\",\n"
+  "  \"language\": \"c\",\n"
+  "  \"source\": \"bw_read.c\",\n"
+  "  \"entry\": \"bw_read\",\n"
+  "  \"flags\": \"-O3 -march=native -fopenmp\",\n"
+  "  \"size_defines\": false,\n"
+  "  \"sizes\": { \"N\": 1048576 },\n"
+  "  \"arguments\": [\n"
+  "    { \"name\": \"out\", \"type\": \"uint32\", \"buffer\": \"1\", \"init\": \"zeros\", \"access\": \"write\" },\n"
+  "    { \"name\": \"a\", \"type\": \"uint32\", \"buffer\": \"N\", \"init\": \"random\", \"access\": \"read\" },\n"
+  "    { \"name\": \"n\", \"type\": \"int64\", \"value\": \"N\" }\n"
+  "  ],\n"
+  "  \"parameters\": { \"NTHREADS\": { \"range\": [1, 4096] } },\n"
+  "  \"constraints\": [\"NTHREADS <= device.max_threads\",\n"
+  "                  \"is_pow2(NTHREADS) || NTHREADS == device.max_threads\"],\n"
+  "  \"reference\": { \"language\": \"c\", \"source\": \"bw_read_ref.c\", \"entry\": \"bw_read_ref\" },\n"
+  "  \"tolerance\": { \"rtol\": 0, \"atol\": 0 },\n"
+  "  \"work\": { \"bytes\": \"4.0*N\" }\n"
+  "}\n";
+
+static ht_status write_text(const char *dir, const char *name, const char *text) {
+  char *path = ht_strfmt("%s/%s", dir, name);
+  if (!path) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status st = ht_write_file_atomic(path, text, strlen(text));
+  free(path);
+  return st;
+}
+
+static ht_status write_probe(char **spec_path) {
+  char *dir = ht_strfmt("%s/probes", ht_cache_dir());
+  if (!dir) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status st = ht_mkdir_p(dir);
+  if (!st) st = write_text(dir, "bw_read.c", probe_kernel);
+  if (!st) st = write_text(dir, "bw_read_ref.c", probe_reference);
+  if (!st) st = write_text(dir, "bandwidth_c.json", probe_spec);
+  if (!st && !(*spec_path = ht_strfmt("%s/bandwidth_c.json", dir))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  free(dir);
+  return st;
+}
+
+typedef struct point_ctx {
+  ht_runner *runner;
+  ht_space *space;
+  double best_s;
+  int best_threads;
+  ht_status st;
+} point_ctx;
+
+static int measure_config(const ht_config *cfg, void *arg) {
+  point_ctx *p = arg;
+  ht_result res;
+  p->st = ht_runner_evaluate(p->runner, cfg, &res);
+  if (p->st) return 1;
+  if (res.status != HT_EVAL_OK) {
+    char text[256];
+    ht_config_format(p->space, cfg, text, sizeof text);
+    p->st = ht_error(HT_ERR_RUNTIME, "bandwidth probe %s failed (%s): %s", text, ht_eval_status_name(res.status),
+                     res.message);
+    return 1;
+  }
+  if (!(res.time_s >= p->best_s)) {
+    ht_value v;
+    ht_config_values(p->space, cfg, &v);
+    p->best_s = res.time_s;
+    p->best_threads = (int)v.u.i;
+  }
+  return 0;
+}
+
+/* One working set: every valid thread count, the fastest median kept. */
+static ht_status measure_point(ht_spec *spec, const char *device_id, const ht_runner_options *opt, int64_t n,
+                               double *seconds, int *threads) {
+  char size[64];
+  snprintf(size, sizeof size, "N=%lld", (long long)n);
+  ht_status st = ht_spec_set_size(spec, size);
+  ht_runner *runner = NULL;
+  if (!st) st = ht_runner_create(spec, device_id, opt, &runner);
+  ht_space *space = NULL;
+  if (!st) st = ht_spec_build_space(spec, ht_runner_device(runner), &space);
+  point_ctx p = {runner, space, INFINITY, 0, HT_OK};
+  if (!st) st = ht_space_enumerate(space, measure_config, &p);
+  if (!st) st = p.st;
+  if (!st && !isfinite(p.best_s)) st = ht_error(HT_ERR_INVALID, "bandwidth probe: no valid thread count");
+  *seconds = p.best_s;
+  *threads = p.best_threads;
+  ht_space_destroy(space);
+  ht_runner_destroy(runner);
+  return st;
+}
+
+static int is_c_device(const char *id) { return id[0] == 'c' && (id[1] == '\0' || id[1] == ':'); }
+
+/* One sweep over the working sets; a point keeps the best of this and earlier sweeps. */
+static ht_status sweep(ht_spec *spec, const char *device_id, const ht_runner_options *o, int round,
+                       ht_bandwidth_progress_fn progress, void *ctx, ht_bandwidth_curve *out) {
+  for (int i = 0; i < out->n; i++) {
+    double s;
+    int threads;
+    ht_status st = measure_point(spec, device_id, o, (int64_t)(out->bytes[i] / 4), &s, &threads);
+    if (st) return st;
+    double bps = out->bytes[i] / s;
+    if (bps > out->bytes_per_s[i]) out->bytes_per_s[i] = bps, out->threads[i] = threads;
+    if (progress) progress(round, out->bytes[i], bps, threads, ctx);
+  }
+  return HT_OK;
+}
+
+ht_status ht_bandwidth_measure(const char *device_id, double min_bytes, double max_bytes, int sweeps,
+                               const ht_runner_options *opt, ht_bandwidth_progress_fn progress, void *ctx,
+                               ht_bandwidth_curve *out) {
+  memset(out, 0, sizeof *out);
+  if (!device_id || !is_c_device(device_id))
+    return ht_error(HT_ERR_UNSUPPORTED, "bandwidth of device '%s': only C devices (c, c:0) are measured so far",
+                    device_id ? device_id : "(null)");
+  if (!(min_bytes >= 4096 && max_bytes >= min_bytes && max_bytes <= 64e9) || sweeps < 1 || sweeps > 100)
+    return ht_error(HT_ERR_INVALID,
+                    "bandwidth: working sets %.0f..%.0f bytes, %d sweeps (expected 4096 <= min <= max <= 64e9, "
+                    "1..100 sweeps)",
+                    min_bytes, max_bytes, sweeps);
+  for (double bytes = min_bytes; bytes <= max_bytes * 1.0001 && out->n < HT_BANDWIDTH_MAX_POINTS; bytes *= 2)
+    out->bytes[out->n++] = 4.0 * (double)(int64_t)(bytes / 4);
+  ht_runner_options o;
+  if (opt) o = *opt;
+  else {
+    ht_runner_options_default(&o);
+    o.min_runs = 5;
+    o.rsd_target = 0.02;
+  }
+  char *spec_path = NULL;
+  ht_spec *spec = NULL;
+  ht_status st = write_probe(&spec_path);
+  if (!st) st = ht_spec_load(spec_path, &spec);
+  free(spec_path);
+  for (int round = 1; !st && round <= sweeps; round++) st = sweep(spec, device_id, &o, round, progress, ctx, out);
+  ht_spec_destroy(spec);
+  if (st) out->n = 0;
+  return st;
+}
