@@ -656,6 +656,53 @@ static void test_cli_eval_band(void **state) {
   assert_non_null(strstr(o.out, "x its prediction at 80%)"));
 }
 
+static void expect_cli_error(const char *args, const char *needle) {
+  cli_out o;
+  cli(&o, args);
+  assert_int_not_equal(o.rc, 0);
+  if (!strstr(o.err, needle)) fail_msg("%s: error '%s' lacks '%s'", args, o.err, needle);
+}
+
+/* hetune bandwidth writes a curve; model train --bandwidth keeps the floor and says so, model show
+ * too; a missing or malformed curve is an error naming the file, and nothing is stored. */
+static void test_cli_roofline(void **state) {
+  (void)state;
+  char args[2048];
+  cli_out o;
+  expect_cli_error("bandwidth --sweeps 0", "--sweeps");
+  expect_cli_error("bandwidth --device opencl:0:0 --max 65536", "only C devices");
+  expect_cli_error("bandwidth --min 1048576 --max 65536", "working sets");
+  snprintf(args, sizeof args, "bandwidth --min 65536 --max 131072 --sweeps 1 --quiet --output '%s/bw.csv'", dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, "wrote 2 points to "));
+  snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data data/datasets/vadd_c.csv --kind linear "
+                              "--name floored --bandwidth '%s/bw.csv' --db '%s/roof.db'", dir, dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, "roofline floor: bytes / ("));
+  assert_non_null(strstr(o.out, " x bandwidth at that working set), 2-point bandwidth curve"));
+  snprintf(args, sizeof args, "model show floored --db '%s/roof.db'", dir);
+  cli(&o, args);
+  assert_int_equal(o.rc, 0);
+  assert_non_null(strstr(o.out, "roofline floor: "));
+  assert_non_null(strstr(o.out, "\"bandwidth\":"));
+  char bad[700];
+  snprintf(bad, sizeof bad, "%s/bad_bw.csv", dir);
+  FILE *f = fopen(bad, "w");
+  assert_non_null(f);
+  fputs("bytes,gb_per_s\n65536,50\n65536,60\n", f);
+  fclose(f);
+  const char *curves[][2] = {{"missing.csv", "missing.csv"}, {"bad_bw.csv", "bad_bw.csv:3: bytes 65536 do not increase"}};
+  for (int i = 0; i < 2; i++) {
+    snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data data/datasets/vadd_c.csv --kind linear "
+                                "--name broken --bandwidth '%s/%s' --db '%s/roof.db'", dir, curves[i][0], dir);
+    expect_cli_error(args, curves[i][1]);
+  }
+  snprintf(args, sizeof args, "model show broken --db '%s/roof.db'", dir);
+  expect_cli_error(args, "no model 'broken'");
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "%s/model_test_XXXXXX", HT_BINARY_DIR);
@@ -694,6 +741,7 @@ int main(void) {
     cmocka_unit_test(test_cli_store_data_and_top),
     cmocka_unit_test(test_cli_eval_floor),
     cmocka_unit_test(test_cli_eval_band),
+    cmocka_unit_test(test_cli_roofline),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,6 +12,8 @@
 # Every recording of a kernel is used (data/datasets/<kernel>.csv and the repeated measurements
 # data/datasets/pass*/<kernel>.csv): repeats merge into the median of their times. PASSES=main
 # uses the main recording only. RESULTS=path writes the results elsewhere.
+# BANDWIDTH=path passes the device's bandwidth curve (hetune bandwidth; data/datasets/bandwidth_c.csv)
+# to every evaluation: models keep the roofline floor (docs/prediction.md).
 # SET=unseen evaluates the four kernels written after the models were final (matvec_c,
 # histogram_opencl, blackscholes_c, blackscholes_opencl) into results_unseen.tsv instead.
 set -eu
@@ -50,7 +52,7 @@ esac
   fi
   echo "report: $name ($(($# / 2)) recording(s))" >&2
   "$hetune" model eval "$root/examples/$spec" "$@" --tsv ${kinds:+--kinds "$kinds"} \
-    ${OPTIONS:+--options "$OPTIONS"} | sed "s/\$/\t$class\t$dev/" >>"$out"
+    ${OPTIONS:+--options "$OPTIONS"} ${BANDWIDTH:+--bandwidth "$BANDWIDTH"} | sed "s/\$/\t$class\t$dev/" >>"$out"
 done
 
 # Columns of results.tsv: kernel model eval rows mean max r2 spearman top1 pen_mean pen_max fit_s pred_ns class dev
