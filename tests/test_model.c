@@ -672,6 +672,7 @@ static void test_cli_roofline(void **state) {
   expect_cli_error("bandwidth --sweeps 0", "--sweeps");
   expect_cli_error("bandwidth --device opencl:0:0 --max 65536", "only C devices");
   expect_cli_error("bandwidth --min 1048576 --max 65536", "working sets");
+  expect_cli_error("bandwidth --output /nonexistent/dir/bw.csv", "cannot write /nonexistent/dir/bw.csv");
   snprintf(args, sizeof args, "bandwidth --min 65536 --max 131072 --sweeps 1 --quiet --output '%s/bw.csv'", dir);
   cli(&o, args);
   if (o.rc != 0) fail_msg("%s: %s", args, o.err);

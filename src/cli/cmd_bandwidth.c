@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <libgen.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -51,6 +53,14 @@ static int read_range(const cli_args *a, double *lo, double *hi, long long *swee
   return rc;
 }
 
+/* Checked before measuring, so a typo in --output does not throw the measurement away. */
+static int writable_dir_of(const char *path) {
+  char *copy = ht_strdup(path);
+  int ok = copy && access(dirname(copy), W_OK) == 0;
+  free(copy);
+  return ok;
+}
+
 int cmd_bandwidth(int argc, char **argv) {
   static const char *const flags[] = {"quiet", NULL};
   static const char *const known[] = {"device", "min", "max", "sweeps", "output", "quiet", NULL};
@@ -67,11 +77,13 @@ int cmd_bandwidth(int argc, char **argv) {
   if (!rc) rc = read_range(&a, &lo, &hi, &sweeps);
   if (rc) return rc;
   const char *device = cli_opt(&a, "device") ? cli_opt(&a, "device") : "c";
+  const char *out = cli_opt(&a, "output");
+  if (out && !writable_dir_of(out))
+    return fprintf(stderr, "hetune: bandwidth: cannot write %s: its folder is missing or read-only\n", out), CLI_ERROR;
   progress_ctx p = {cli_has(&a, "quiet"), (int)sweeps};
   ht_bandwidth_curve c;
   if (ht_bandwidth_measure(device, lo, hi, (int)sweeps, NULL, progress, &p, &c)) return cli_fail("bandwidth");
   print_curve(device, &c);
-  const char *out = cli_opt(&a, "output");
   if (!out) return CLI_OK;
   char comment[256], when[32];
   time_t now = time(NULL);
