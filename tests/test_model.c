@@ -683,6 +683,30 @@ static void test_cli_roofline(void **state) {
   if (o.rc != 0) fail_msg("%s: %s", args, o.err);
   assert_non_null(strstr(o.out, "roofline floor: bytes / ("));
   assert_non_null(strstr(o.out, " x bandwidth at that working set), 2-point bandwidth curve"));
+  /* A device that reads 1 TB/s up to 1 GB and 0.1 GB/s beyond: vadd's training rows (up to 0.8 GB)
+   * are all below the curve (k = 1), and 3.2 GB at 2^28 floats is at the floor, 32 s. */
+  char cliff[700];
+  snprintf(cliff, sizeof cliff, "%s/cliff.csv", dir);
+  FILE *cf = fopen(cliff, "w");
+  assert_non_null(cf);
+  fputs("bytes,gb_per_s\n1000000,1000\n1000000000,1000\n2000000000,0.1\n", cf);
+  fclose(cf);
+  snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data data/datasets/vadd_c.csv --kind linear "
+                              "--name cliff --bandwidth '%s' --db '%s/roof.db'", cliff, dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, "roofline floor: bytes / (1 x bandwidth at that working set), 3-point"));
+  snprintf(args, sizeof args, "model predict cliff --size N=268435456 --config NTHREADS=2,CHUNK=0,UNROLL=4 --db '%s/roof.db'",
+           dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_non_null(strstr(o.out, ": predicted 32.2123 s ("));
+  assert_non_null(strstr(o.out, "(model 'cliff', linear, at the roofline floor: the device cannot read the bytes faster)"));
+  snprintf(args, sizeof args, "model predict cliff --size N=1048576 --config NTHREADS=2,CHUNK=0,UNROLL=4 --db '%s/roof.db'",
+           dir);
+  cli(&o, args);
+  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  assert_null(strstr(o.out, "roofline floor"));
   snprintf(args, sizeof args, "model show floored --db '%s/roof.db'", dir);
   cli(&o, args);
   assert_int_equal(o.rc, 0);

@@ -129,6 +129,8 @@ const char *ht_model_feature_name(const ht_model *m, int i);
 /* 1 when the model keeps a roofline floor (its training dataset had a bandwidth curve and a
  * "bytes" feature), with the floor's k (>= 1) and the curve's points; 0 otherwise. */
 int ht_model_roofline(const ht_model *m, double *k, int *points);
+/* The floor's seconds for x (0 without a floor); ht_model_predict never returns less. */
+double ht_model_roofline_floor(const ht_model *m, const double *x);
 /* Bytes that ht_model_load() turns back into the model (feature names included). */
 ht_status ht_model_save(const ht_model *m, ht_buf *out);
 ht_status ht_model_load(const char *data, size_t len, ht_model **out);

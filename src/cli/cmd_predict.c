@@ -105,15 +105,17 @@ static const ht_band *band_at(const found_model *f, double w, int *inside) {
   return *inside ? &f->interp : &f->extrap;
 }
 
-/* ", 80% band A-B" for a prediction t at problem work w; nothing without a band. */
-static void print_band(const found_model *f, double w, double t) {
+/* ", 80% band A-B" for a prediction t at problem work w; nothing without a band. No band reaches
+ * below the roofline floor (floor, 0 without one): nothing runs faster than it. */
+static void print_band(const found_model *f, double w, double t, double floor) {
   int inside;
   const ht_band *b = band_at(f, w, &inside);
   if (!b->n) return;
+  double lo = fmax(b->lo * t, floor);
   printf(", %.0f%% band ", 100 * f->coverage);
-  print_seconds(b->lo * t);
+  print_seconds(lo);
   printf(" - ");
-  print_seconds(b->hi * t);
+  print_seconds(fmax(b->hi * t, lo));
   printf(inside ? " inside the training sizes" : " beyond the training sizes");
 }
 
@@ -138,7 +140,10 @@ static int predict_one(const cli_args *a, ht_spec *spec, ht_feature_set *fs, con
     printf("%s %s %s: predicted ", spec->name, problem, cli_opt(a, "config"));
     print_seconds(t);
     printf(" (model '%s', %s", f->name, ht_model_kind(f->model));
-    print_band(f, problem_work(spec), t);
+    /* At the floor the model's error band does not apply: the time is at least this, no more known. */
+    double floor = ht_model_roofline_floor(f->model, x);
+    if (floor > 0 && t <= floor) printf(", at the roofline floor: the device cannot read the bytes faster");
+    else print_band(f, problem_work(spec), t, floor);
     printf(")\n");
   }
   free(sizes);

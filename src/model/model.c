@@ -282,6 +282,8 @@ double ht_model_predict(const ht_model *m, const double *x) {
   return fmax(v, roofline_floor(&m->roof, x));
 }
 
+double ht_model_roofline_floor(const ht_model *m, const double *x) { return roofline_floor(&m->roof, x); }
+
 int ht_model_roofline(const ht_model *m, double *k, int *points) {
   if (m->roof.bytes_index < 0) return 0;
   if (k) *k = m->roof.k;
