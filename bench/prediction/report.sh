@@ -4,7 +4,7 @@
 # device kind (C on the CPU / OpenCL on PoCL), in the layout of reference 003's Tables 9-10 and
 # reference 000's Tables 5.3-5.8 and 5.12.
 #
-# usage: bench/prediction/report.sh [KINDS]    KINDS: comma list (default: every model kind)
+# usage: bench/prediction/report.sh [KINDS]    KINDS: comma list (default: every model kind and auto)
 # Writes bench/prediction/results.tsv (one line per kernel x model x evaluation) and prints the
 # markdown tables. The pseudo-model "floor" is the labels' own agreement (`model eval` prints it
 # when every row was measured several times): half of each row's recordings predicting the rest. HETUNE picks the binary (default build/hetune); OPTIONS passes model options;
@@ -19,7 +19,8 @@
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 hetune=${HETUNE:-$root/build/hetune}
-kinds=${1:-}
+# every kind `hetune model kinds` lists, auto included
+kinds=${1:-$("$hetune" model kinds | awk '{ printf "%s%s", sep, $1; sep = "," }')}
 
 # name  spec  class  device-kind
 datasets="gemm_c gemm/gemm_c.json compute cpu
