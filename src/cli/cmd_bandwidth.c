@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 
 static const char *bandwidth_help =
-  "usage: hetune bandwidth [--device D] [--min BYTES] [--max BYTES] [--output FILE.csv]\n"
+  "usage: hetune bandwidth [--device D] [--min BYTES] [--max BYTES] [--sweeps N] [--output FILE.csv]\n"
   "\n"
   "Measures how fast the device reads a working set of each size, doubling from --min to --max: a\n"
   "generated probe (a vectorised sum over a uint32 array, every power-of-two thread count) runs\n"
