@@ -85,7 +85,7 @@ ht_status ht_bandwidth_save(const char *path, const ht_bandwidth_curve *c, const
 
 /* Each thread sums its contiguous share with a vectorisable integer reduction: exact in any
  * order (mod 2^32), so the reference comparison needs no tolerance, and reading is all it does. */
-static const char probe_kernel[] =
+static const char probe_kernel_c[] =
   "/* hetune bandwidth probe (generated): out[0] = sum of a (mod 2^32), NTHREADS OpenMP threads. */\n"
   "#include <stdint.h>\n"
   "#include <omp.h>\n"
@@ -116,7 +116,7 @@ static const char probe_reference[] =
   "}\n";
 
 /* Powers of two up to the device's threads, and its thread count itself. */
-static const char probe_spec[] =
+static const char probe_spec_c[] =
   "{\n"
   "  \"name\": \"hetune_bandwidth_c\",\n"
   "  \"language\": \"c\",\n"
@@ -138,6 +138,88 @@ static const char probe_spec[] =
   "  \"work\": { \"bytes\": \"4.0*N\" }\n"
   "}\n";
 
+/* OpenCL: every work-item sums its share in VW-wide vectors (4 or 16 uints), either grid-strided (CHUNKED 0: neighbouring
+ * work-items read neighbouring vectors, what a GPU coalesces) or one contiguous block each
+ * (CHUNKED 1: what a CPU device's caches and prefetchers want; PoCL reads 5-10x faster so), then
+ * adds it to out[0] atomically. The runner uploads out = 0 before the verified launch, so that
+ * launch's sum is exact; the timed launches only accumulate. */
+static const char probe_kernel_cl[] =
+  "/* hetune bandwidth probe (generated): out[0] += sum of a (mod 2^32), VW-wide vector loads. */\n"
+  "#if VW == 16\n"
+  "typedef uint16 vec;\n"
+  "#define LOAD vload16\n"
+  "#define HSUM(v) (v.s0 + v.s1 + v.s2 + v.s3 + v.s4 + v.s5 + v.s6 + v.s7 + v.s8 + v.s9 + v.sa + v.sb + v.sc + v.sd + v.se + v.sf)\n"
+  "#else\n"
+  "typedef uint4 vec;\n"
+  "#define LOAD vload4\n"
+  "#define HSUM(v) (v.s0 + v.s1 + v.s2 + v.s3)\n"
+  "#endif\n"
+  "__kernel void bw_read(__global uint *out, __global const uint *a, long n)\n"
+  "{\n"
+  "  const long gid = get_global_id(0), gs = get_global_size(0), nv = n / VW;\n"
+  "  vec acc = (vec)(0);\n"
+  "#if CHUNKED\n"
+  "  const long per = (nv + gs - 1) / gs, lo = min(gid * per, nv), hi = min(lo + per, nv);\n"
+  "  for (long i = lo; i < hi; i++) acc += LOAD(i, a);\n"
+  "#else\n"
+  "  for (long i = gid; i < nv; i += gs) acc += LOAD(i, a);\n"
+  "#endif\n"
+  "  uint s = HSUM(acc);\n"
+  "  for (long i = VW * nv + gid; i < n; i += gs) s += a[i];\n"
+  "  atomic_add(out, s);\n"
+  "}\n";
+
+/* Work-group sizes, groups per compute unit and access pattern: what fills the device best. */
+static const char probe_spec_cl[] =
+  "{\n"
+  "  \"name\": \"hetune_bandwidth_opencl\",\n"
+  "  \"language\": \"opencl\",\n"
+  "  \"source\": \"bw_read.cl\",\n"
+  "  \"entry\": \"bw_read\",\n"
+  "  \"size_defines\": false,\n"
+  "  \"sizes\": { \"N\": 1048576 },\n"
+  "  \"arguments\": [\n"
+  "    { \"name\": \"out\", \"type\": \"uint32\", \"buffer\": \"1\", \"init\": \"zeros\", \"access\": \"write\" },\n"
+  "    { \"name\": \"a\", \"type\": \"uint32\", \"buffer\": \"N\", \"init\": \"random\", \"access\": \"read\" },\n"
+  "    { \"name\": \"n\", \"type\": \"int64\", \"value\": \"N\" }\n"
+  "  ],\n"
+  "  \"global\": [\"WG * GPC * device.compute_units\"],\n"
+  "  \"local\": [\"WG\"],\n"
+  "  \"parameters\": { \"WG\": [64, 256, 1024], \"GPC\": [1, 8], \"CHUNKED\": [0, 1], \"VW\": [4, 16] },\n"
+  "  \"constraints\": [\"WG <= device.max_work_group_size\"],\n"
+  "  \"reference\": { \"language\": \"c\", \"source\": \"bw_read_ref.c\", \"entry\": \"bw_read_ref\" },\n"
+  "  \"tolerance\": { \"rtol\": 0, \"atol\": 0 },\n"
+  "  \"work\": { \"bytes\": \"4.0*N\" }\n"
+  "}\n";
+
+/* How many threads (C) or work-items (OpenCL) a probe config runs. */
+static int64_t param(const ht_space *s, const ht_value *v, const char *name) { return v[ht_space_param_index(s, name)].u.i; }
+static int c_parallelism(const ht_space *s, const ht_value *v, const ht_device_info *d) {
+  (void)d;
+  return (int)param(s, v, "NTHREADS");
+}
+static int cl_parallelism(const ht_space *s, const ht_value *v, const ht_device_info *d) {
+  return (int)(param(s, v, "WG") * param(s, v, "GPC") * d->compute_units);
+}
+
+typedef struct probe {
+  const char *backend, *kernel_file, *kernel, *spec_file, *spec;
+  int (*parallelism)(const ht_space *s, const ht_value *values, const ht_device_info *dev);
+} probe;
+
+static const probe probes[] = {
+  {"c", "bw_read.c", probe_kernel_c, "bandwidth_c.json", probe_spec_c, c_parallelism},
+  {"opencl", "bw_read.cl", probe_kernel_cl, "bandwidth_opencl.json", probe_spec_cl, cl_parallelism},
+};
+
+/* The probe of the device id's backend ("c", "c:0", "opencl:0:0", ...), NULL when there is none. */
+static const probe *probe_for(const char *device_id) {
+  size_t len = strcspn(device_id, ":");
+  for (size_t i = 0; i < sizeof probes / sizeof *probes; i++)
+    if (strlen(probes[i].backend) == len && strncmp(device_id, probes[i].backend, len) == 0) return &probes[i];
+  return NULL;
+}
+
 static ht_status write_text(const char *dir, const char *name, const char *text) {
   char *path = ht_strfmt("%s/%s", dir, name);
   if (!path) return ht_error(HT_ERR_NOMEM, "out of memory");
@@ -146,19 +228,20 @@ static ht_status write_text(const char *dir, const char *name, const char *text)
   return st;
 }
 
-static ht_status write_probe(char **spec_path) {
+static ht_status write_probe(const probe *pr, char **spec_path) {
   char *dir = ht_strfmt("%s/probes", ht_cache_dir());
   if (!dir) return ht_error(HT_ERR_NOMEM, "out of memory");
   ht_status st = ht_mkdir_p(dir);
-  if (!st) st = write_text(dir, "bw_read.c", probe_kernel);
+  if (!st) st = write_text(dir, pr->kernel_file, pr->kernel);
   if (!st) st = write_text(dir, "bw_read_ref.c", probe_reference);
-  if (!st) st = write_text(dir, "bandwidth_c.json", probe_spec);
-  if (!st && !(*spec_path = ht_strfmt("%s/bandwidth_c.json", dir))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) st = write_text(dir, pr->spec_file, pr->spec);
+  if (!st && !(*spec_path = ht_strfmt("%s/%s", dir, pr->spec_file))) st = ht_error(HT_ERR_NOMEM, "out of memory");
   free(dir);
   return st;
 }
 
 typedef struct point_ctx {
+  const probe *probe;
   ht_runner *runner;
   ht_space *space;
   double best_s;
@@ -179,17 +262,17 @@ static int measure_config(const ht_config *cfg, void *arg) {
     return 1;
   }
   if (!(res.time_s >= p->best_s)) {
-    ht_value v;
-    ht_config_values(p->space, cfg, &v);
+    ht_value v[4];
+    ht_config_values(p->space, cfg, v);
     p->best_s = res.time_s;
-    p->best_threads = (int)v.u.i;
+    p->best_threads = p->probe->parallelism(p->space, v, ht_runner_device(p->runner));
   }
   return 0;
 }
 
 /* One working set: every valid thread count, the fastest median kept. */
-static ht_status measure_point(ht_spec *spec, const char *device_id, const ht_runner_options *opt, int64_t n,
-                               double *seconds, int *threads) {
+static ht_status measure_point(const probe *pr, ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                               int64_t n, double *seconds, int *threads) {
   char size[64];
   snprintf(size, sizeof size, "N=%lld", (long long)n);
   ht_status st = ht_spec_set_size(spec, size);
@@ -197,7 +280,7 @@ static ht_status measure_point(ht_spec *spec, const char *device_id, const ht_ru
   if (!st) st = ht_runner_create(spec, device_id, opt, &runner);
   ht_space *space = NULL;
   if (!st) st = ht_spec_build_space(spec, ht_runner_device(runner), &space);
-  point_ctx p = {runner, space, INFINITY, 0, HT_OK};
+  point_ctx p = {pr, runner, space, INFINITY, 0, HT_OK};
   if (!st) st = ht_space_enumerate(space, measure_config, &p);
   if (!st) st = p.st;
   if (!st && !isfinite(p.best_s)) st = ht_error(HT_ERR_INVALID, "bandwidth probe: no valid thread count");
@@ -208,15 +291,13 @@ static ht_status measure_point(ht_spec *spec, const char *device_id, const ht_ru
   return st;
 }
 
-static int is_c_device(const char *id) { return id[0] == 'c' && (id[1] == '\0' || id[1] == ':'); }
-
 /* One sweep over the working sets; a point keeps the best of this and earlier sweeps. */
-static ht_status sweep(ht_spec *spec, const char *device_id, const ht_runner_options *o, int round,
+static ht_status sweep(const probe *pr, ht_spec *spec, const char *device_id, const ht_runner_options *o, int round,
                        ht_bandwidth_progress_fn progress, void *ctx, ht_bandwidth_curve *out) {
   for (int i = 0; i < out->n; i++) {
     double s;
     int threads;
-    ht_status st = measure_point(spec, device_id, o, (int64_t)(out->bytes[i] / 4), &s, &threads);
+    ht_status st = measure_point(pr, spec, device_id, o, (int64_t)(out->bytes[i] / 4), &s, &threads);
     if (st) return st;
     double bps = out->bytes[i] / s;
     if (bps > out->bytes_per_s[i]) out->bytes_per_s[i] = bps, out->threads[i] = threads;
@@ -229,8 +310,9 @@ ht_status ht_bandwidth_measure(const char *device_id, double min_bytes, double m
                                const ht_runner_options *opt, ht_bandwidth_progress_fn progress, void *ctx,
                                ht_bandwidth_curve *out) {
   memset(out, 0, sizeof *out);
-  if (!device_id || !is_c_device(device_id))
-    return ht_error(HT_ERR_UNSUPPORTED, "bandwidth of device '%s': only C devices (c, c:0) are measured so far",
+  const probe *pr = device_id ? probe_for(device_id) : NULL;
+  if (!pr)
+    return ht_error(HT_ERR_UNSUPPORTED, "bandwidth of device '%s': only C and OpenCL devices have a probe so far",
                     device_id ? device_id : "(null)");
   if (!(min_bytes >= 4096 && max_bytes >= min_bytes && max_bytes <= 64e9) || sweeps < 1 || sweeps > 100)
     return ht_error(HT_ERR_INVALID,
@@ -248,10 +330,10 @@ ht_status ht_bandwidth_measure(const char *device_id, double min_bytes, double m
   }
   char *spec_path = NULL;
   ht_spec *spec = NULL;
-  ht_status st = write_probe(&spec_path);
+  ht_status st = write_probe(pr, &spec_path);
   if (!st) st = ht_spec_load(spec_path, &spec);
   free(spec_path);
-  for (int round = 1; !st && round <= sweeps; round++) st = sweep(spec, device_id, &o, round, progress, ctx, out);
+  for (int round = 1; !st && round <= sweeps; round++) st = sweep(pr, spec, device_id, &o, round, progress, ctx, out);
   ht_spec_destroy(spec);
   if (st) out->n = 0;
   return st;
