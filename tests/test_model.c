@@ -670,7 +670,7 @@ static void test_cli_roofline(void **state) {
   char args[2048];
   cli_out o;
   expect_cli_error("bandwidth --sweeps 0", "--sweeps");
-  expect_cli_error("bandwidth --device cuda:0 --max 65536", "only C and OpenCL devices");
+  expect_cli_error("bandwidth --device sim:0 --max 65536", "probes exist for c, opencl and cuda devices");
   expect_cli_error("bandwidth --min 1048576 --max 65536", "working sets");
   expect_cli_error("bandwidth --output /nonexistent/dir/bw.csv", "cannot write /nonexistent/dir/bw.csv");
   snprintf(args, sizeof args, "bandwidth --min 65536 --max 131072 --sweeps 1 --quiet --output '%s/bw.csv'", dir);

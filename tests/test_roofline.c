@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hetune/model.h"
+#include "hetune/ptx.h"
 
 static char tmp_dir[256];
 
@@ -116,8 +117,8 @@ static void test_measure_c(void **unused) {
     assert_true(c.bytes_per_s[i] > 1e8 && c.bytes_per_s[i] < 1e13);
     assert_true(c.threads[i] >= 1);
   }
-  assert_int_equal(ht_bandwidth_measure("cuda:0", 65536, 1 << 20, 1, NULL, NULL, NULL, &c), HT_ERR_UNSUPPORTED);
-  assert_non_null(strstr(ht_last_error(), "cuda:0"));
+  assert_int_equal(ht_bandwidth_measure("sim:0", 65536, 1 << 20, 1, NULL, NULL, NULL, &c), HT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(ht_last_error(), "sim:0"));
   assert_int_equal(ht_bandwidth_measure("c", 1 << 20, 65536, 1, NULL, NULL, NULL, &c), HT_ERR_INVALID);
 }
 
@@ -241,11 +242,50 @@ static void test_measure_opencl(void **unused) {
   assert_true(c.threads[0] >= 64); /* work-items: at least one group of 64 */
 }
 
+/* The CUDA probe: measured where a GPU is; elsewhere the run fails at the device (the probe files
+ * are written before it is opened) and the generated kernel is compiled with nvcc, when present,
+ * for every block size: the entry, the warp shuffle and the atomic add must be in the PTX. */
+static void test_cuda_probe(void **unused) {
+  (void)unused;
+  ht_bandwidth_curve c;
+  if (ht_bandwidth_measure("cuda:0", 65536, 131072, 1, NULL, NULL, NULL, &c) == HT_OK) {
+    assert_int_equal(c.n, 2);
+    assert_true(c.bytes_per_s[0] > 1e8 && c.threads[1] >= 128);
+    return;
+  }
+  fprintf(stderr, "no CUDA device (%s): compile check only\n", ht_last_error());
+  if (!ht_ptx_nvcc_path()) {
+    fprintf(stderr, "nvcc not found: CUDA probe compile check skipped\n");
+    skip();
+  }
+  char path[1024];
+  snprintf(path, sizeof path, "%s/probes/bw_read.cu", ht_cache_dir());
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char src[8192];
+  size_t len = fread(src, 1, sizeof src - 1, f);
+  fclose(f);
+  src[len] = '\0';
+  const char *const blocks[] = {"BLOCK=128", "BLOCK=1024"};
+  for (int i = 0; i < 2; i++) {
+    const char *defs[] = {blocks[i], "BPS=4", NULL};
+    char *ptx = NULL;
+    ht_status st = ht_ptx_compile(src, "bw_read.cu", defs, "sm_90", &ptx, NULL, 0, NULL);
+    if (st) fail_msg("nvcc: %s", ht_last_error());
+    assert_non_null(strstr(ptx, ".entry bw_read("));
+    assert_non_null(strstr(ptx, "shfl.sync.down"));
+    assert_true(strstr(ptx, "atom.global.add.u32") || strstr(ptx, "red.global.add.u32"));
+    assert_non_null(strstr(ptx, "ld.global.nc.v4.u32"));
+    free(ptx);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_curve_interpolation),       cmocka_unit_test(test_curve_csv),
     cmocka_unit_test(test_curve_bad_files),           cmocka_unit_test(test_measure_c),
     cmocka_unit_test(test_measure_opencl),
+    cmocka_unit_test(test_cuda_probe),
     cmocka_unit_test(test_floor_catches_cache_cliff), cmocka_unit_test(test_floor_calibrated),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

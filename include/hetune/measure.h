@@ -77,11 +77,12 @@ typedef void (*ht_bandwidth_progress_fn)(int sweep, double bytes, double bytes_p
  * of each working set from min_bytes to max_bytes, doubling, verified against a reference sum, in
  * every config of its small space (C: every power-of-two thread count and the device's maximum;
  * OpenCL: work-group sizes, groups per compute unit, strided or contiguous shares, 4- or 16-wide
- * vectors); a measurement is the fastest config's median. The sizes are swept `sweeps` times, each working set in a new worker process,
+ * vectors; CUDA: block sizes and blocks per multiprocessor); a measurement is the fastest config's
+ * median. The sizes are swept `sweeps` times, each working set in a new worker process,
  * and each point keeps its best sweep: the curve is an upper bound of what the device reads, and
  * a shared machine's load only ever slows a sweep down. opt NULL: at least 5 timed runs, rsd
- * target 2%. Probe files go into ht_cache_dir()/probes. C and OpenCL devices; others (CUDA so far)
- * get HT_ERR_UNSUPPORTED. */
+ * target 2%. Probe files go into ht_cache_dir()/probes (written before the device is opened). A
+ * device id of another backend gets HT_ERR_UNSUPPORTED. */
 ht_status ht_bandwidth_measure(const char *device_id, double min_bytes, double max_bytes, int sweeps,
                                const ht_runner_options *opt, ht_bandwidth_progress_fn progress, void *ctx,
                                ht_bandwidth_curve *out);

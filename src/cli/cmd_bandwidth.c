@@ -17,7 +17,7 @@ static const char *bandwidth_help =
   "runner, verified against a reference; a measurement is the fastest config's median, and each\n"
   "point keeps the best of --sweeps sweeps. The curve shows the cache levels (L2,\n"
   "L3, memory). 'hetune model train|eval --bandwidth FILE' turns it into a roofline floor under\n"
-  "the model's predictions (docs/prediction.md). C and OpenCL devices (no CUDA probe yet).\n"
+  "the model's predictions (docs/prediction.md). C, OpenCL and CUDA devices.\n"
   "\n"
   "  --device D     device (default c)\n"
   "  --min BYTES    smallest working set (default 65536)\n"

@@ -192,7 +192,50 @@ static const char probe_spec_cl[] =
   "  \"work\": { \"bytes\": \"4.0*N\" }\n"
   "}\n";
 
-/* How many threads (C) or work-items (OpenCL) a probe config runs. */
+/* CUDA: a grid-strided uint4 loop through the read-only cache, a warp-shuffle sum, one atomic add
+ * per warp (one per thread would queue on the single address). Built and compile-checked with
+ * nvcc here; it runs where a GPU is. */
+static const char probe_kernel_cu[] =
+  "/* hetune bandwidth probe (generated): out[0] += sum of a (mod 2^32), grid-strided uint4 loads. */\n"
+  "extern \"C\" __global__ void bw_read(unsigned int *out, const unsigned int *a, long long n)\n"
+  "{\n"
+  "  const long long gid = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+  "  const long long gs = (long long)gridDim.x * blockDim.x, n4 = n / 4;\n"
+  "  const uint4 *a4 = reinterpret_cast<const uint4 *>(a);\n"
+  "  unsigned int s = 0;\n"
+  "  for (long long i = gid; i < n4; i += gs) {\n"
+  "    const uint4 v = __ldg(a4 + i);\n"
+  "    s += v.x + v.y + v.z + v.w;\n"
+  "  }\n"
+  "  for (long long i = 4 * n4 + gid; i < n; i += gs) s += a[i];\n"
+  "  for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o);\n"
+  "  if ((threadIdx.x & 31) == 0) atomicAdd(out, s);\n"
+  "}\n";
+
+/* Block sizes (whole warps) and blocks per multiprocessor. */
+static const char probe_spec_cu[] =
+  "{\n"
+  "  \"name\": \"hetune_bandwidth_cuda\",\n"
+  "  \"language\": \"cuda\",\n"
+  "  \"source\": \"bw_read.cu\",\n"
+  "  \"entry\": \"bw_read\",\n"
+  "  \"size_defines\": false,\n"
+  "  \"sizes\": { \"N\": 1048576 },\n"
+  "  \"arguments\": [\n"
+  "    { \"name\": \"out\", \"type\": \"uint32\", \"buffer\": \"1\", \"init\": \"zeros\", \"access\": \"write\" },\n"
+  "    { \"name\": \"a\", \"type\": \"uint32\", \"buffer\": \"N\", \"init\": \"random\", \"access\": \"read\" },\n"
+  "    { \"name\": \"n\", \"type\": \"int64\", \"value\": \"N\" }\n"
+  "  ],\n"
+  "  \"grid\": [\"BPS * device.compute_units\"],\n"
+  "  \"local\": [\"BLOCK\"],\n"
+  "  \"parameters\": { \"BLOCK\": [128, 256, 512, 1024], \"BPS\": [1, 4, 16] },\n"
+  "  \"constraints\": [\"BLOCK <= device.max_work_group_size\"],\n"
+  "  \"reference\": { \"language\": \"c\", \"source\": \"bw_read_ref.c\", \"entry\": \"bw_read_ref\" },\n"
+  "  \"tolerance\": { \"rtol\": 0, \"atol\": 0 },\n"
+  "  \"work\": { \"bytes\": \"4.0*N\" }\n"
+  "}\n";
+
+/* How many threads (C, CUDA) or work-items (OpenCL) a probe config runs. */
 static int64_t param(const ht_space *s, const ht_value *v, const char *name) { return v[ht_space_param_index(s, name)].u.i; }
 static int c_parallelism(const ht_space *s, const ht_value *v, const ht_device_info *d) {
   (void)d;
@@ -200,6 +243,9 @@ static int c_parallelism(const ht_space *s, const ht_value *v, const ht_device_i
 }
 static int cl_parallelism(const ht_space *s, const ht_value *v, const ht_device_info *d) {
   return (int)(param(s, v, "WG") * param(s, v, "GPC") * d->compute_units);
+}
+static int cu_parallelism(const ht_space *s, const ht_value *v, const ht_device_info *d) {
+  return (int)(param(s, v, "BLOCK") * param(s, v, "BPS") * d->compute_units);
 }
 
 typedef struct probe {
@@ -210,6 +256,7 @@ typedef struct probe {
 static const probe probes[] = {
   {"c", "bw_read.c", probe_kernel_c, "bandwidth_c.json", probe_spec_c, c_parallelism},
   {"opencl", "bw_read.cl", probe_kernel_cl, "bandwidth_opencl.json", probe_spec_cl, cl_parallelism},
+  {"cuda", "bw_read.cu", probe_kernel_cu, "bandwidth_cuda.json", probe_spec_cu, cu_parallelism},
 };
 
 /* The probe of the device id's backend ("c", "c:0", "opencl:0:0", ...), NULL when there is none. */
@@ -312,7 +359,7 @@ ht_status ht_bandwidth_measure(const char *device_id, double min_bytes, double m
   memset(out, 0, sizeof *out);
   const probe *pr = device_id ? probe_for(device_id) : NULL;
   if (!pr)
-    return ht_error(HT_ERR_UNSUPPORTED, "bandwidth of device '%s': only C and OpenCL devices have a probe so far",
+    return ht_error(HT_ERR_UNSUPPORTED, "bandwidth of device '%s': probes exist for c, opencl and cuda devices",
                     device_id ? device_id : "(null)");
   if (!(min_bytes >= 4096 && max_bytes >= min_bytes && max_bytes <= 64e9) || sweeps < 1 || sweeps > 100)
     return ht_error(HT_ERR_INVALID,
