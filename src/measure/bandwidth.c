@@ -115,28 +115,6 @@ static const char probe_reference[] =
   "  out[0] = s;\n"
   "}\n";
 
-/* Powers of two up to the device's threads, and its thread count itself. */
-static const char probe_spec_c[] =
-  "{\n"
-  "  \"name\": \"hetune_bandwidth_c\",\n"
-  "  \"language\": \"c\",\n"
-  "  \"source\": \"bw_read.c\",\n"
-  "  \"entry\": \"bw_read\",\n"
-  "  \"flags\": \"-O3 -march=native -fopenmp\",\n"
-  "  \"size_defines\": false,\n"
-  "  \"sizes\": { \"N\": 1048576 },\n"
-  "  \"arguments\": [\n"
-  "    { \"name\": \"out\", \"type\": \"uint32\", \"buffer\": \"1\", \"init\": \"zeros\", \"access\": \"write\" },\n"
-  "    { \"name\": \"a\", \"type\": \"uint32\", \"buffer\": \"N\", \"init\": \"random\", \"access\": \"read\" },\n"
-  "    { \"name\": \"n\", \"type\": \"int64\", \"value\": \"N\" }\n"
-  "  ],\n"
-  "  \"parameters\": { \"NTHREADS\": { \"range\": [1, 4096] } },\n"
-  "  \"constraints\": [\"NTHREADS <= device.max_threads\",\n"
-  "                  \"is_pow2(NTHREADS) || NTHREADS == device.max_threads\"],\n"
-  "  \"reference\": { \"language\": \"c\", \"source\": \"bw_read_ref.c\", \"entry\": \"bw_read_ref\" },\n"
-  "  \"tolerance\": { \"rtol\": 0, \"atol\": 0 },\n"
-  "  \"work\": { \"bytes\": \"4.0*N\" }\n"
-  "}\n";
 
 /* OpenCL: every work-item sums its share in VW-wide vectors (4 or 16 uints), either grid-strided (CHUNKED 0: neighbouring
  * work-items read neighbouring vectors, what a GPU coalesces) or one contiguous block each
@@ -169,28 +147,6 @@ static const char probe_kernel_cl[] =
   "  atomic_add(out, s);\n"
   "}\n";
 
-/* Work-group sizes, groups per compute unit and access pattern: what fills the device best. */
-static const char probe_spec_cl[] =
-  "{\n"
-  "  \"name\": \"hetune_bandwidth_opencl\",\n"
-  "  \"language\": \"opencl\",\n"
-  "  \"source\": \"bw_read.cl\",\n"
-  "  \"entry\": \"bw_read\",\n"
-  "  \"size_defines\": false,\n"
-  "  \"sizes\": { \"N\": 1048576 },\n"
-  "  \"arguments\": [\n"
-  "    { \"name\": \"out\", \"type\": \"uint32\", \"buffer\": \"1\", \"init\": \"zeros\", \"access\": \"write\" },\n"
-  "    { \"name\": \"a\", \"type\": \"uint32\", \"buffer\": \"N\", \"init\": \"random\", \"access\": \"read\" },\n"
-  "    { \"name\": \"n\", \"type\": \"int64\", \"value\": \"N\" }\n"
-  "  ],\n"
-  "  \"global\": [\"WG * GPC * device.compute_units\"],\n"
-  "  \"local\": [\"WG\"],\n"
-  "  \"parameters\": { \"WG\": [64, 256, 1024], \"GPC\": [1, 8], \"CHUNKED\": [0, 1], \"VW\": [4, 16] },\n"
-  "  \"constraints\": [\"WG <= device.max_work_group_size\"],\n"
-  "  \"reference\": { \"language\": \"c\", \"source\": \"bw_read_ref.c\", \"entry\": \"bw_read_ref\" },\n"
-  "  \"tolerance\": { \"rtol\": 0, \"atol\": 0 },\n"
-  "  \"work\": { \"bytes\": \"4.0*N\" }\n"
-  "}\n";
 
 /* CUDA: a grid-strided uint4 loop through the read-only cache, a warp-shuffle sum, one atomic add
  * per warp (one per thread would queue on the single address). Built and compile-checked with
@@ -212,28 +168,49 @@ static const char probe_kernel_cu[] =
   "  if ((threadIdx.x & 31) == 0) atomicAdd(out, s);\n"
   "}\n";
 
-/* Block sizes (whole warps) and blocks per multiprocessor. */
-static const char probe_spec_cu[] =
-  "{\n"
-  "  \"name\": \"hetune_bandwidth_cuda\",\n"
-  "  \"language\": \"cuda\",\n"
-  "  \"source\": \"bw_read.cu\",\n"
-  "  \"entry\": \"bw_read\",\n"
-  "  \"size_defines\": false,\n"
-  "  \"sizes\": { \"N\": 1048576 },\n"
-  "  \"arguments\": [\n"
-  "    { \"name\": \"out\", \"type\": \"uint32\", \"buffer\": \"1\", \"init\": \"zeros\", \"access\": \"write\" },\n"
-  "    { \"name\": \"a\", \"type\": \"uint32\", \"buffer\": \"N\", \"init\": \"random\", \"access\": \"read\" },\n"
-  "    { \"name\": \"n\", \"type\": \"int64\", \"value\": \"N\" }\n"
-  "  ],\n"
+
+/* The probes' specs share everything but their language, flags and space (launch geometry,
+ * parameters, constraints). */
+static char *probe_spec(const char *backend, const char *kernel_file, const char *flags, const char *space) {
+  return ht_strfmt("{\n"
+                   "  \"name\": \"hetune_bandwidth_%s\",\n"
+                   "  \"language\": \"%s\",\n"
+                   "  \"source\": \"%s\",\n"
+                   "  \"entry\": \"bw_read\",%s\n"
+                   "  \"size_defines\": false,\n"
+                   "  \"sizes\": { \"N\": 1048576 },\n"
+                   "  \"arguments\": [\n"
+                   "    { \"name\": \"out\", \"type\": \"uint32\", \"buffer\": \"1\", \"init\": \"zeros\", \"access\": \"write\" },\n"
+                   "    { \"name\": \"a\", \"type\": \"uint32\", \"buffer\": \"N\", \"init\": \"random\", \"access\": \"read\" },\n"
+                   "    { \"name\": \"n\", \"type\": \"int64\", \"value\": \"N\" }\n"
+                   "  ],\n"
+                   "%s"
+                   "  \"reference\": { \"language\": \"c\", \"source\": \"bw_read_ref.c\", \"entry\": \"bw_read_ref\" },\n"
+                   "  \"tolerance\": { \"rtol\": 0, \"atol\": 0 },\n"
+                   "  \"work\": { \"bytes\": \"4.0*N\" }\n"
+                   "}\n",
+                   backend, backend, kernel_file, flags, space);
+}
+
+/* C: powers of two up to the device's threads, and its thread count itself. */
+static const char space_c[] =
+  "  \"parameters\": { \"NTHREADS\": { \"range\": [1, 4096] } },\n"
+  "  \"constraints\": [\"NTHREADS <= device.max_threads\",\n"
+  "                  \"is_pow2(NTHREADS) || NTHREADS == device.max_threads\"],\n";
+
+/* OpenCL: work-group sizes, groups per compute unit and access pattern: what fills the device best. */
+static const char space_cl[] =
+  "  \"global\": [\"WG * GPC * device.compute_units\"],\n"
+  "  \"local\": [\"WG\"],\n"
+  "  \"parameters\": { \"WG\": [64, 256, 1024], \"GPC\": [1, 8], \"CHUNKED\": [0, 1], \"VW\": [4, 16] },\n"
+  "  \"constraints\": [\"WG <= device.max_work_group_size\"],\n";
+
+/* CUDA: block sizes (whole warps) and blocks per multiprocessor. */
+static const char space_cu[] =
   "  \"grid\": [\"BPS * device.compute_units\"],\n"
   "  \"local\": [\"BLOCK\"],\n"
   "  \"parameters\": { \"BLOCK\": [128, 256, 512, 1024], \"BPS\": [1, 4, 16] },\n"
-  "  \"constraints\": [\"BLOCK <= device.max_work_group_size\"],\n"
-  "  \"reference\": { \"language\": \"c\", \"source\": \"bw_read_ref.c\", \"entry\": \"bw_read_ref\" },\n"
-  "  \"tolerance\": { \"rtol\": 0, \"atol\": 0 },\n"
-  "  \"work\": { \"bytes\": \"4.0*N\" }\n"
-  "}\n";
+  "  \"constraints\": [\"BLOCK <= device.max_work_group_size\"],\n";
 
 /* How many threads (C, CUDA) or work-items (OpenCL) a probe config runs. */
 static int64_t param(const ht_space *s, const ht_value *v, const char *name) { return v[ht_space_param_index(s, name)].u.i; }
@@ -249,14 +226,14 @@ static int cu_parallelism(const ht_space *s, const ht_value *v, const ht_device_
 }
 
 typedef struct probe {
-  const char *backend, *kernel_file, *kernel, *spec_file, *spec;
+  const char *backend, *kernel_file, *kernel, *flags, *space;
   int (*parallelism)(const ht_space *s, const ht_value *values, const ht_device_info *dev);
 } probe;
 
 static const probe probes[] = {
-  {"c", "bw_read.c", probe_kernel_c, "bandwidth_c.json", probe_spec_c, c_parallelism},
-  {"opencl", "bw_read.cl", probe_kernel_cl, "bandwidth_opencl.json", probe_spec_cl, cl_parallelism},
-  {"cuda", "bw_read.cu", probe_kernel_cu, "bandwidth_cuda.json", probe_spec_cu, cu_parallelism},
+  {"c", "bw_read.c", probe_kernel_c, "\n  \"flags\": \"-O3 -march=native -fopenmp\",", space_c, c_parallelism},
+  {"opencl", "bw_read.cl", probe_kernel_cl, "", space_cl, cl_parallelism},
+  {"cuda", "bw_read.cu", probe_kernel_cu, "", space_cu, cu_parallelism},
 };
 
 /* The probe of the device id's backend ("c", "c:0", "opencl:0:0", ...), NULL when there is none. */
@@ -277,12 +254,15 @@ static ht_status write_text(const char *dir, const char *name, const char *text)
 
 static ht_status write_probe(const probe *pr, char **spec_path) {
   char *dir = ht_strfmt("%s/probes", ht_cache_dir());
-  if (!dir) return ht_error(HT_ERR_NOMEM, "out of memory");
-  ht_status st = ht_mkdir_p(dir);
+  char *spec = probe_spec(pr->backend, pr->kernel_file, pr->flags, pr->space);
+  char *name = ht_strfmt("bandwidth_%s.json", pr->backend);
+  ht_status st = dir && spec && name ? ht_mkdir_p(dir) : ht_error(HT_ERR_NOMEM, "out of memory");
   if (!st) st = write_text(dir, pr->kernel_file, pr->kernel);
   if (!st) st = write_text(dir, "bw_read_ref.c", probe_reference);
-  if (!st) st = write_text(dir, pr->spec_file, pr->spec);
-  if (!st && !(*spec_path = ht_strfmt("%s/%s", dir, pr->spec_file))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) st = write_text(dir, name, spec);
+  if (!st && !(*spec_path = ht_strfmt("%s/%s", dir, name))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  free(name);
+  free(spec);
   free(dir);
   return st;
 }
