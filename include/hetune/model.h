@@ -120,7 +120,8 @@ typedef struct ht_model ht_model;
  * model's kind is then the chosen one and its options say so. */
 ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *options, uint64_t seed,
                        ht_model **out);
-/* Predicted time in seconds for one feature vector laid out as the training dataset's. */
+/* Predicted time in seconds for one feature vector laid out as the training dataset's; never below
+ * the model's roofline floor (ht_model_roofline_floor) when it has one. */
 double ht_model_predict(const ht_model *m, const double *x);
 const char *ht_model_kind(const ht_model *m);
 const char *ht_model_options(const ht_model *m);

@@ -5,7 +5,8 @@
  * (trees, neighbours) still predicts constant throughput beyond the sizes it saw; "time" fits
  * seconds. Routing: route=decade fits one sub-model per decade of the "work" feature, merging
  * neighbouring decades until each has route_min rows (default 20).
- * Predictions stay near the training targets' range (bounded()).
+ * Predictions stay near the training targets' range (bounded()), and never below the roofline floor
+ * when the training dataset had a bandwidth curve (roofline.c).
  * Inputs: unless the model asks for raw values, features that are non-negative and span more than
  * a factor 4 in training reach the model as log10(1 + v) (inputs=raw turns this off). */
 #include <math.h>
