@@ -656,6 +656,11 @@ static void test_cli_eval_band(void **state) {
   assert_non_null(strstr(o.out, "x its prediction at 80%)"));
 }
 
+static void cli_ok(cli_out *o, const char *args) {
+  cli(o, args);
+  if (o->rc != 0) fail_msg("%s: %s", args, o->err);
+}
+
 static void expect_cli_error(const char *args, const char *needle) {
   cli_out o;
   cli(&o, args);
@@ -674,50 +679,36 @@ static void test_cli_roofline(void **state) {
   expect_cli_error("bandwidth --min 1048576 --max 65536", "working sets");
   expect_cli_error("bandwidth --output /nonexistent/dir/bw.csv", "cannot write /nonexistent/dir/bw.csv");
   snprintf(args, sizeof args, "bandwidth --min 65536 --max 131072 --sweeps 1 --quiet --output '%s/bw.csv'", dir);
-  cli(&o, args);
-  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  cli_ok(&o, args);
   assert_non_null(strstr(o.out, "wrote 2 points to "));
   snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data data/datasets/vadd_c.csv --kind linear "
                               "--name floored --bandwidth '%s/bw.csv' --db '%s/roof.db'", dir, dir);
-  cli(&o, args);
-  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  cli_ok(&o, args);
   assert_non_null(strstr(o.out, "roofline floor: bytes / ("));
   assert_non_null(strstr(o.out, " x bandwidth at that working set), 2-point bandwidth curve"));
   /* A device that reads 1 TB/s up to 1 GB and 0.1 GB/s beyond: vadd's training rows (up to 0.8 GB)
    * are all below the curve (k = 1), and 3.2 GB at 2^28 floats is at the floor, 32 s. */
-  char cliff[700];
-  snprintf(cliff, sizeof cliff, "%s/cliff.csv", dir);
-  FILE *cf = fopen(cliff, "w");
-  assert_non_null(cf);
-  fputs("bytes,gb_per_s\n1000000,1000\n1000000000,1000\n2000000000,0.1\n", cf);
-  fclose(cf);
+  char cliff[1100];
+  snprintf(cliff, sizeof cliff, "%s", write_tmp("cliff.csv", "bytes,gb_per_s\n1000000,1000\n1000000000,1000\n2000000000,0.1\n"));
   snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data data/datasets/vadd_c.csv --kind linear "
                               "--name cliff --bandwidth '%s' --db '%s/roof.db'", cliff, dir);
-  cli(&o, args);
-  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  cli_ok(&o, args);
   assert_non_null(strstr(o.out, "roofline floor: bytes / (1 x bandwidth at that working set), 3-point"));
   snprintf(args, sizeof args, "model predict cliff --size N=268435456 --config NTHREADS=2,CHUNK=0,UNROLL=4 --db '%s/roof.db'",
            dir);
-  cli(&o, args);
-  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  cli_ok(&o, args);
   assert_non_null(strstr(o.out, ": predicted 32.2123 s ("));
   assert_non_null(strstr(o.out, "(model 'cliff', linear, at the roofline floor: the device cannot read the bytes faster)"));
   snprintf(args, sizeof args, "model predict cliff --size N=1048576 --config NTHREADS=2,CHUNK=0,UNROLL=4 --db '%s/roof.db'",
            dir);
-  cli(&o, args);
-  if (o.rc != 0) fail_msg("%s: %s", args, o.err);
+  cli_ok(&o, args);
   assert_null(strstr(o.out, "roofline floor"));
   snprintf(args, sizeof args, "model show floored --db '%s/roof.db'", dir);
   cli(&o, args);
   assert_int_equal(o.rc, 0);
   assert_non_null(strstr(o.out, "roofline floor: "));
   assert_non_null(strstr(o.out, "\"bandwidth\":"));
-  char bad[700];
-  snprintf(bad, sizeof bad, "%s/bad_bw.csv", dir);
-  FILE *f = fopen(bad, "w");
-  assert_non_null(f);
-  fputs("bytes,gb_per_s\n65536,50\n65536,60\n", f);
-  fclose(f);
+  write_tmp("bad_bw.csv", "bytes,gb_per_s\n65536,50\n65536,60\n");
   const char *curves[][2] = {{"missing.csv", "missing.csv"}, {"bad_bw.csv", "bad_bw.csv:3: bytes 65536 do not increase"}};
   for (int i = 0; i < 2; i++) {
     snprintf(args, sizeof args, "model train examples/vadd/vadd_c.json --data data/datasets/vadd_c.csv --kind linear "

@@ -38,6 +38,13 @@ struct ht_model {
   roofline roof; /* bytes_index -1: no floor */
 };
 
+/* An empty model: no routes, no roofline floor (NULL when out of memory). */
+static ht_model *model_new(void) {
+  ht_model *m = calloc(1, sizeof *m);
+  if (m) m->roof.bytes_index = -1;
+  return m;
+}
+
 static ht_status parse_target(const char *s, target *t) {
   if (strcmp(s, "log") == 0) *t = TARGET_LOG;
   else if (strcmp(s, "rate") == 0) *t = TARGET_RATE;
@@ -231,8 +238,7 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
   if (st) return st;
   ht_options *opt;
   if ((st = ht_options_parse(options, &opt))) return ht_error_prefix(st, "model options: ");
-  ht_model *m = calloc(1, sizeof *m);
-  if (m) m->roof.bytes_index = -1;
+  ht_model *m = model_new();
   if (!m) {
     ht_options_destroy(opt);
     return ht_error(HT_ERR_NOMEM, "out of memory");
@@ -360,8 +366,7 @@ ht_status ht_model_load(const char *data, size_t len, ht_model **out) {
   *out = NULL;
   mu_reader r;
   mu_reader_init(&r, data, len);
-  ht_model *m = calloc(1, sizeof *m);
-  if (m) m->roof.bytes_index = -1;
+  ht_model *m = model_new();
   if (!m) return ht_error(HT_ERR_NOMEM, "out of memory");
   int version;
   ht_status st = load_header(&r, m, &version);
