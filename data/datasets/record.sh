@@ -11,7 +11,7 @@
 #                                              predicts) from their databases, measure them again
 #        data/datasets/record.sh noise         label noise: re-measure 20 configs at 2 sizes of
 #                                              3 kernels in separate databases, compare (noise.py)
-#        PASS=N data/datasets/record.sh [KERNEL...]  measure the same rows again (N = 2..9) into
+#        PASS=N data/datasets/record.sh [KERNEL...]  measure the same rows again (N = 2..16) into
 #                                              db/passN/ and data/datasets/passN/; model eval and
 #                                              bench/prediction/report.sh merge the repeats of a
 #                                              row into their median
@@ -32,7 +32,7 @@ seed=7
 cache_dir=$db_dir/cache
 out_dir=$here
 if [ -n "${PASS:-}" ]; then
-  case $PASS in [2-9]) ;; *) echo "record.sh: PASS=$PASS: expected 2..9" >&2; exit 2 ;; esac
+  case $PASS in [2-9] | 1[0-6]) ;; *) echo "record.sh: PASS=$PASS: expected 2..16" >&2; exit 2 ;; esac
   db_dir=$db_dir/pass$PASS
   out_dir=$here/pass$PASS
 fi
