@@ -8,6 +8,7 @@ kind with the lowest penalty chosen with hindsight (an oracle: the ceiling of ch
 usage: bench/prediction/ensemble.py [WORK_DIR]     (default /tmp/hetune_ensemble; HETUNE = binary)
 Takes about two minutes (some 4,000 short hetune calls)."""
 import csv
+import glob
 import math
 import os
 import re
@@ -43,9 +44,7 @@ def work(problem):
 
 def predictions(kernel, folder, work_dir):
     """Measured median time and each kind's prediction of every held-out (problem, config)."""
-    files = [os.path.join(DATA, kernel + '.csv')] + [os.path.join(DATA, 'pass%d' % i, kernel + '.csv')
-                                                    for i in range(2, 10)]
-    files = [f for f in files if os.path.exists(f)]
+    files = [os.path.join(DATA, kernel + '.csv')] + sorted(glob.glob(os.path.join(DATA, 'pass*', kernel + '.csv')))
     rows, times = [], {}
     for f in files:
         for r in csv.DictReader(open(f, newline='')):

@@ -46,7 +46,7 @@ typedef struct ht_dataset {
    * that bandwidth (docs/prediction.md, "The roofline floor"). Subsets copy it. */
   ht_bandwidth_curve bandwidth;
 } ht_dataset;
-#define HT_DATASET_REPEATS 8
+#define HT_DATASET_REPEATS 16
 
 /* An empty dataset with room for n_rows x n_features (names NULL, values 0). */
 ht_status ht_dataset_create(int n_rows, int n_features, ht_dataset **out);
