@@ -1,6 +1,6 @@
 #!/bin/sh
 # Are the prediction bands honest? For every dataset (the ten seen kernels and the four unseen
-# ones, all five recordings merged), `hetune model eval --band C --kinds KIND` estimates the bands
+# ones, every recording merged), `hetune model eval --band C --kinds KIND` estimates the bands
 # on the training rows alone and counts the held-out rows inside them: the interpolation band
 # (5-fold CV on the training rows) against the random 20% test split, the extrapolation band
 # (the largest training size predicted from the others) against the hold-out of the two largest

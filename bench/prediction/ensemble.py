@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Would averaging model kinds beat `auto`? For each dataset: train every kind on all sizes but the
-two largest (all five recordings, merged by the loader), predict each held-out row with each kind
+two largest (every recording, merged by the loader), predict each held-out row with each kind
 through `hetune model predict`, then score single kinds and geometric-mean ensembles of them: mean
 error per class (compute / memory), largest error, mean best-config penalty; and, per kernel, the
 kind with the lowest penalty chosen with hindsight (an oracle: the ceiling of choosing one kind).
