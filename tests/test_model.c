@@ -700,6 +700,61 @@ static void expect_cli_error(const char *args, const char *needle) {
   if (!strstr(o.err, needle)) fail_msg("%s: error '%s' lacks '%s'", args, o.err, needle);
 }
 
+/* Three recordings of the same four rows, the second 20% slower as a whole and the third 20%
+ * faster, and a fourth file measuring a row no other has: each file's median ratio to the rows'
+ * medians is 1, 1.2, 0.8 and unknown; model eval lists them and warns of the 1.5x drift. */
+static void test_recording_drift(void **state) {
+  (void)state;
+  static const double scale[3] = {1.0, 1.2, 0.8};
+  char paths[4][1024], text[1024], args[4096];
+  for (int f = 0; f < 3; f++) {
+    int len = snprintf(text, sizeof text, "kernel,device_id,problem,config,status,time_s\n");
+    for (int n = 1000; n <= 8000; n *= 8)
+      for (int t = 1; t <= 2; t++)
+        len += snprintf(text + len, sizeof text - (size_t)len,
+                        "vadd_c,c:0,N=%d,\"NTHREADS=%d,CHUNK=0,UNROLL=2\",ok,%g\n", n, t, scale[f] * n * 1e-6 / t);
+    char name[32];
+    snprintf(name, sizeof name, "drift%d.csv", f);
+    snprintf(paths[f], sizeof paths[f], "%s", write_tmp(name, text));
+  }
+  snprintf(paths[3], sizeof paths[3], "%s",
+           write_tmp("drift3.csv", "kernel,device_id,problem,config,status,time_s\n"
+                                   "vadd_c,c:0,N=64000,\"NTHREADS=1,CHUNK=0,UNROLL=2\",ok,0.064\n"));
+  ht_spec *s = load_spec("examples/vadd/vadd_c.json");
+  ht_feature_set *fs;
+  assert_int_equal(ht_features_create(s, NULL, &fs), HT_OK);
+  const char *p[4] = {paths[0], paths[1], paths[2], paths[3]};
+  ht_dataset *d;
+  if (ht_dataset_from_csv(fs, p, 4, NULL, &d)) fail_msg("%s", ht_last_error());
+  assert_int_equal(d->n_rows, 5);
+  assert_int_equal(d->n_sources, 4);
+  assert_true(fabs(d->source_ratio[0] - 1.0) < 1e-12);
+  assert_true(fabs(d->source_ratio[1] - 1.2) < 1e-12);
+  assert_true(fabs(d->source_ratio[2] - 0.8) < 1e-12);
+  assert_true(isnan(d->source_ratio[3]));
+  ht_dataset_destroy(d);
+  if (ht_dataset_from_csv(fs, p, 1, NULL, &d)) fail_msg("%s", ht_last_error());
+  assert_null(d->source_ratio); /* one file: nothing to compare */
+  ht_dataset_destroy(d);
+  ht_features_destroy(fs);
+  ht_spec_destroy(s);
+  cli_out o;
+  snprintf(args, sizeof args,
+           "model eval examples/vadd/vadd_c.json --data '%s' --data '%s' --data '%s' --data '%s' --kinds linear "
+           "--folds 0 --test 0 --holdout 0",
+           p[0], p[1], p[2], p[3]);
+  cli_ok(&o, args);
+  assert_non_null(strstr(o.out, "recordings: time / the row's median"));
+  assert_non_null(strstr(o.out, "    1.200  "));
+  assert_non_null(strstr(o.out, "      nan  "));
+  assert_non_null(strstr(o.out, "recordings differ as a whole by up to 1.50x"));
+  snprintf(args, sizeof args, "model eval examples/vadd/vadd_c.json --data '%s' --data '%s' --kinds linear --folds 0 "
+                              "--test 0 --holdout 0", p[0], p[0]);
+  cli_ok(&o, args);
+  assert_non_null(strstr(o.out, "    1.000  "));
+  assert_null(strstr(o.out, "differ as a whole")); /* the same file twice: no drift */
+}
+
 /* hetune bandwidth writes a curve; model train --bandwidth keeps the floor and says so, model show
  * too; a missing or malformed curve is an error naming the file, and nothing is stored. */
 static void test_cli_roofline(void **state) {
@@ -791,6 +846,7 @@ int main(void) {
     cmocka_unit_test(test_cli_eval_floor),
     cmocka_unit_test(test_cli_eval_band),
     cmocka_unit_test(test_cli_roofline),
+    cmocka_unit_test(test_recording_drift),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -41,6 +41,12 @@ typedef struct ht_dataset {
    * no row was measured twice. ht_accuracy_floor splits them. */
   double *repeats; /* n_rows x HT_DATASET_REPEATS */
   int *n_repeats;
+  /* Per data source (each CSV file, in the order given), when there are several: the median over
+   * its measurements of repeated rows of time / the row's median (NaN when it has none). A
+   * recording made while the machine ran slower or faster as a whole (drift between hours) stands
+   * away from 1; the merged medians then mix two states of the machine. NULL for one source. */
+  int n_sources;
+  double *source_ratio;
   /* The device's read bandwidth by working set (n = 0: unknown). When known, models fitted on the
    * dataset keep a roofline floor: no prediction is faster than the row's "bytes" feature read at
    * that bandwidth (docs/prediction.md, "The roofline floor"). Subsets copy it. */

@@ -14,7 +14,9 @@ static const char *eval_help =
   "rows, and a hold-out of the largest problem sizes (trained on the smaller ones: extrapolation).\n"
   "Errors are 100|predicted - measured| / measured; ranking metrics compare the configs of one problem.\n"
   "\n"
-  "  --data FILE       hetune export CSV (repeatable); rows of other kernels are skipped\n"
+  "  --data FILE       hetune export CSV (repeatable); rows of other kernels are skipped. Rows measured\n"
+  "                    in several files (recordings) merge into their median; eval then prints how the\n"
+  "                    repeats agree, the labels' floor, and each file's time / the rows' medians\n"
   "  --data-db DB      read the evaluations from a hetune database instead\n"
   "  --device D        only rows measured on device D (e.g. opencl:0:0)\n"
   "  --bandwidth F     the device's bandwidth curve (CSV of 'hetune bandwidth'): every model gets the\n"
@@ -177,9 +179,29 @@ static void print_row(const eval_row *r, const out_style *o) {
   else if (r->error[0]) printf("%s%-8s failed: %s%s\n", markdown ? "| " : "", r->kind, r->error, markdown ? " |" : "");
 }
 
+/* Each recording's drift: its repeated measurements against their rows' medians, one line per
+ * --data file in the order given, and a warning when recordings differ as a whole by over 10%. */
+static void print_drift(const ht_dataset *d, const cli_args *a, const out_style *o) {
+  if (o->tsv || !d->source_ratio) return;
+  double lo = INFINITY, hi = 0;
+  for (int k = 0; k < d->n_sources; k++)
+    if (isfinite(d->source_ratio[k])) {
+      lo = fmin(lo, d->source_ratio[k]);
+      hi = fmax(hi, d->source_ratio[k]);
+    }
+  if (!(hi > 0)) return; /* no file shares a row with another */
+  printf("recordings: time / the row's median, median over each file's repeated rows\n");
+  for (int i = 0, k = 0; i < a->n_opt && k < d->n_sources; i++)
+    if (strcmp(a->opt_name[i], "data") == 0) printf("  %7.3f  %s\n", d->source_ratio[k++], a->opt_value[i]);
+  if (hi > 1.1 * lo)
+    printf("recordings differ as a whole by up to %.2fx: the machine ran slower or faster between them, and the "
+           "merged medians mix its states\n",
+           hi / lo);
+}
+
 /* floor_m: the measurements per row the floor splits (ht_accuracy_floor), 0 without a floor. */
 static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int holdout, int floor_m,
-                         const out_style *o) {
+                         const cli_args *a, const out_style *o) {
   if (o->tsv) return;
   int markdown = o->markdown;
   printf("%s: %d rows", s->name, d->n_rows);
@@ -195,6 +217,7 @@ static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int h
     printf("floor: the 'floor' lines score the median of half of each row's %d measurements (%d or %d) as the "
            "prediction of the median of the rest: how well the measurements agree with themselves\n",
            m, m / 2, m - m / 2);
+  print_drift(d, a, o);
   if (markdown) {
     printf("\n| model | evaluation | mean err %% | max err %% | R2 (log) | Spearman | top-1 | penalty mean %% | "
            "penalty max %% | fit s | predict ns |\n");
@@ -312,7 +335,7 @@ int cmd_model_eval(int argc, char **argv) {
   ht_accuracy floor;
   int floor_m = 0;
   if (ht_accuracy_floor(d, &floor, &floor_m)) floor_m = 0; /* out of memory: no floor lines */
-  print_header(d, spec, (int)e.folds, (int)e.holdout, floor_m, &o);
+  print_header(d, spec, (int)e.folds, (int)e.holdout, floor_m, &a, &o);
   rc = run_kinds(&a, d, &e, &floor, floor_m, &o);
   if (!rc && cli_has(&a, "mrmr")) print_mrmr(d);
   ht_dataset_destroy(d);

@@ -43,6 +43,7 @@ void ht_dataset_destroy(ht_dataset *d) {
   free(d->work);
   free(d->repeats);
   free(d->n_repeats);
+  free(d->source_ratio);
   free(d);
 }
 

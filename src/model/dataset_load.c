@@ -13,7 +13,10 @@ typedef struct builder {
   int nf;
   double *x, *y, *work;
   int *group;
+  int *source; /* the data source (file) of each measured row */
   int n, cap;
+  int cur_source, n_sources;
+  double *source_ratio; /* n_sources, see ht_dataset.source_ratio */
   int n_measured; /* rows before repeats were merged */
   int n_repeat_pairs;
   double repeat_diff_median, repeat_diff_p90;
@@ -41,6 +44,8 @@ static void builder_free(builder *b) {
   free(b->y);
   free(b->work);
   free(b->group);
+  free(b->source);
+  free(b->source_ratio);
   free(b->reps);
   free(b->n_reps);
   for (int g = 0; g < b->n_groups; g++) free(b->labels[g]);
@@ -70,7 +75,9 @@ static ht_status grow(builder *b) {
   if (w) b->work = w;
   int *g = realloc(b->group, (size_t)cap * sizeof *g);
   if (g) b->group = g;
-  if (!x || !y || !w || !g) return ht_error(HT_ERR_NOMEM, "out of memory for %d dataset rows", cap);
+  int *src = realloc(b->source, (size_t)cap * sizeof *src);
+  if (src) b->source = src;
+  if (!x || !y || !w || !g || !src) return ht_error(HT_ERR_NOMEM, "out of memory for %d dataset rows", cap);
   b->cap = cap;
   return HT_OK;
 }
@@ -94,6 +101,7 @@ static ht_status builder_add(builder *b, const char *device, const char *problem
   b->y[b->n] = time;
   b->work[b->n] = work;
   b->group[b->n] = g;
+  b->source[b->n] = b->cur_source;
   b->n++;
   return HT_OK;
 }
@@ -140,6 +148,17 @@ static ht_status find_repeats(const builder *b, int *rep) {
   return HT_OK;
 }
 
+/* Each source's median ratio of its repeated measurements to their rows' medians. */
+static ht_status source_medians(builder *b, ht_buf *ratios) {
+  if (!(b->source_ratio = malloc((size_t)b->n_sources * sizeof *b->source_ratio)))
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < b->n_sources; k++) {
+    int n = ratios[k].failed ? 0 : (int)(ratios[k].len / sizeof(double));
+    b->source_ratio[k] = n ? ht_stat_median((const double *)ratios[k].data, n) : NAN;
+  }
+  return HT_OK;
+}
+
 /* Repeated measurements of one config at one problem (several recording passes, a tuning run
  * repeated) become one row with the median of their times: repeats left as separate rows would
  * fall on both sides of a cross-validation split and overstate a model's accuracy. */
@@ -158,6 +177,7 @@ static ht_status merge_repeats(builder *b) {
   }
   int kept = 0;
   ht_buf diffs = {0}; /* relative differences of the pairs of repeats, doubles */
+  ht_buf *ratios = b->n_sources > 1 ? calloc((size_t)b->n_sources, sizeof *ratios) : NULL; /* per source */
   for (int i = 0; !st && i < b->n; i++) {
     if (rep[i] != i) continue;
     int n_t = 0;
@@ -172,6 +192,10 @@ static ht_status merge_repeats(builder *b) {
     b->repeated |= n_t > 1;
     memmove(b->x + (size_t)kept * b->nf, b->x + (size_t)i * b->nf, (size_t)b->nf * sizeof(double));
     b->y[kept] = ht_stat_median(times, n_t);
+    for (int j = i, u = 0; ratios && n_t > 1 && j >= 0; j = next[j], u++) { /* times[u] is row j's */
+      double r = times[u] / b->y[kept];
+      ht_buf_append_bytes(&ratios[b->source[j]], &r, sizeof r);
+    }
     b->work[kept] = b->work[i];
     b->group[kept++] = b->group[i];
   }
@@ -185,6 +209,9 @@ static ht_status merge_repeats(builder *b) {
     b->repeat_diff_median = n_d ? ht_stat_median(d, n_d) : NAN;
     b->repeat_diff_p90 = n_d ? d[(int)(0.9 * (n_d - 1))] : NAN;
   }
+  if (!st && ratios) st = source_medians(b, ratios);
+  for (int k = 0; ratios && k < b->n_sources; k++) ht_buf_free(&ratios[k]);
+  free(ratios);
   ht_buf_free(&diffs);
   free(rep);
   free(next);
@@ -205,6 +232,11 @@ static ht_status builder_finish(builder *b, const char *source, ht_dataset **out
   d->n_repeat_pairs = b->n_repeat_pairs;
   d->repeat_diff_median = b->repeat_diff_median;
   d->repeat_diff_p90 = b->repeat_diff_p90;
+  if (b->source_ratio) { /* the dataset takes it over */
+    d->n_sources = b->n_sources;
+    d->source_ratio = b->source_ratio;
+    b->source_ratio = NULL;
+  }
   if (b->repeated) { /* the dataset takes them over */
     d->repeats = b->reps;
     d->n_repeats = b->n_reps;
@@ -285,7 +317,11 @@ ht_status ht_dataset_from_csv(ht_feature_set *fs, const char *const *paths, int 
   *out = NULL;
   builder b;
   ht_status st = builder_init(&b, fs, device_id);
-  for (int i = 0; i < n_paths && !st; i++) st = csv_file(&b, paths[i]);
+  b.n_sources = n_paths;
+  for (int i = 0; i < n_paths && !st; i++) {
+    b.cur_source = i;
+    st = csv_file(&b, paths[i]);
+  }
   if (!st) st = builder_finish(&b, n_paths == 1 ? paths[0] : "the data files", out);
   builder_free(&b);
   return st;
