@@ -755,6 +755,56 @@ static void test_recording_drift(void **state) {
   assert_null(strstr(o.out, "differ as a whole")); /* the same file twice: no drift */
 }
 
+/* auto's choice, checked by hand: each candidate predicts the largest training size from the
+ * others; by=error takes the lowest mean error, by=penalty the lowest best-config penalty (ties:
+ * the lower error); an unknown criterion is an error naming it. */
+static void test_auto_choice(void **state) {
+  (void)state;
+  ht_spec *s = load_spec("examples/gemm/gemm_c.json");
+  ht_feature_set *fs;
+  assert_int_equal(ht_features_create(s, NULL, &fs), HT_OK);
+  const char *path = "data/datasets/gemm_c.csv";
+  ht_dataset *d;
+  if (ht_dataset_from_csv(fs, &path, 1, NULL, &d)) fail_msg("%s", ht_last_error());
+  static const char *const kinds[] = {"linear", "starpu", "knn", "ranking"};
+  int *train, *test, n_train, n_test;
+  assert_int_equal(ht_dataset_split_largest(d, 1, &train, &n_train, &test, &n_test), HT_OK);
+  double *pred = malloc((size_t)n_test * sizeof *pred), err[4], pen[4];
+  ht_dataset *sub;
+  assert_int_equal(ht_dataset_subset(d, test, n_test, &sub), HT_OK);
+  int by_err = 0, by_pen = 0;
+  for (int k = 0; k < 4; k++) {
+    if (ht_model_holdout(kinds[k], d, "", 1, train, n_train, test, n_test, pred)) fail_msg("%s", ht_last_error());
+    ht_accuracy a;
+    assert_int_equal(ht_accuracy_compute(sub, pred, &a), HT_OK);
+    err[k] = a.mape_mean;
+    pen[k] = a.penalty_mean;
+    if (err[k] < err[by_err]) by_err = k;
+    if (pen[k] < pen[by_pen] || (pen[k] == pen[by_pen] && err[k] < err[by_pen])) by_pen = k;
+  }
+  const char *opts[2] = {"candidates=linear+starpu+knn+ranking", "candidates=linear+starpu+knn+ranking,by=penalty"};
+  const int expect[2] = {by_err, by_pen};
+  for (int i = 0; i < 2; i++) {
+    ht_model *m;
+    if (ht_model_fit("auto", d, opts[i], 1, &m)) fail_msg("%s", ht_last_error());
+    char want[64];
+    snprintf(want, sizeof want, "auto: %s (", kinds[expect[i]]);
+    if (strncmp(ht_model_options(m), want, strlen(want)) != 0)
+      fail_msg("%s: chose '%s', expected %s", opts[i], ht_model_options(m), kinds[expect[i]]);
+    ht_model_destroy(m);
+  }
+  ht_model *m;
+  assert_int_equal(ht_model_fit("auto", d, "by=speed", 1, &m), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "by=speed: expected by=error or by=penalty"));
+  free(pred);
+  free(train);
+  free(test);
+  ht_dataset_destroy(sub);
+  ht_dataset_destroy(d);
+  ht_features_destroy(fs);
+  ht_spec_destroy(s);
+}
+
 /* hetune bandwidth writes a curve; model train --bandwidth keeps the floor and says so, model show
  * too; a missing or malformed curve is an error naming the file, and nothing is stored. */
 static void test_cli_roofline(void **state) {
@@ -847,6 +897,7 @@ int main(void) {
     cmocka_unit_test(test_cli_eval_band),
     cmocka_unit_test(test_cli_roofline),
     cmocka_unit_test(test_recording_drift),
+    cmocka_unit_test(test_auto_choice),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

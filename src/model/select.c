@@ -3,6 +3,9 @@
  * The validation set is the largest problem size when the data has at least 4 distinct sizes (the
  * extrapolation the dispatcher meets when a program grows), else 5-fold cross-validation.
  *   candidates=a+b+...   kinds to try (default gbt+linear+starpu+ranking+mlp+knn)
+ *   by=error|penalty     what "best" means on the validation set: the lowest mean error (default),
+ *                        or the lowest best-config penalty (ties: the lower error), for a model
+ *                        whose use is choosing the config
  * No other option is accepted: each candidate runs with its own defaults. */
 #include <math.h>
 #include <stdlib.h>
@@ -12,11 +15,32 @@
 #include "model/model_select.h"
 #include "model/model_util.h"
 
-/* Mean APE of one kind on the validation scheme; INFINITY when it cannot be fitted. */
-static double validate(const char *kind, const ht_dataset *d, uint64_t seed) {
+typedef struct validation {
+  double error, penalty; /* mean APE and mean best-config penalty, %; INFINITY when not fitted */
+} validation;
+
+/* The validation rows' best-config penalty (their groups' configs ranked by pred). */
+static double penalty_of(const ht_dataset *d, const int *test, int n_test, const double *pred) {
+  ht_dataset *sub = NULL;
+  ht_accuracy a;
+  int *all = NULL;
+  if (!test && (all = malloc((size_t)n_test * sizeof *all)))
+    for (int k = 0; k < n_test; k++) all[k] = k;
+  const int *rows = test ? test : all;
+  double pen = rows && !ht_dataset_subset(d, rows, n_test, &sub) && !ht_accuracy_compute(sub, pred, &a)
+                   ? a.penalty_mean
+                   : INFINITY;
+  ht_dataset_destroy(sub);
+  free(all);
+  return pen;
+}
+
+/* One kind on the validation scheme. */
+static validation validate(const char *kind, const ht_dataset *d, uint64_t seed) {
+  validation v = {INFINITY, INFINITY};
   double *pred = malloc((size_t)d->n_rows * sizeof *pred), err = INFINITY;
   int *train = NULL, *test = NULL, n_train = 0, n_test = 0;
-  if (!pred) return err;
+  if (!pred) return v;
   ht_status st;
   if (mu_distinct_work(d, 4) >= 4) {
     st = ht_dataset_split_largest(d, 1, &train, &n_train, &test, &n_test);
@@ -32,11 +56,20 @@ static double validate(const char *kind, const ht_dataset *d, uint64_t seed) {
       sum += fabs(pred[k] - d->y[i]) / d->y[i];
     }
     err = isfinite(sum) ? 100 * sum / n_test : INFINITY;
+    v.error = err;
+    if (isfinite(err)) v.penalty = penalty_of(d, test, n_test, pred);
   }
   free(pred);
   free(train);
   free(test);
-  return err;
+  return v;
+}
+
+/* a better than b under the criterion: lower penalty (ties: lower error), or lower error. */
+static int better(validation a, validation b, int by_penalty) {
+  if (!isfinite(a.error)) return 0;
+  if (!by_penalty || a.penalty == b.penalty) return a.error < b.error;
+  return a.penalty < b.penalty;
 }
 
 ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t seed, char *chosen, size_t len,
@@ -46,22 +79,32 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
   if (st) return ht_error_prefix(st, "model auto: ");
   char list[512];
   snprintf(list, sizeof list, "%s", ht_options_str(opt, "candidates", "gbt+linear+starpu+ranking+mlp+knn"));
+  const char *by = ht_options_str(opt, "by", "error");
+  int by_penalty = strcmp(by, "penalty") == 0;
+  if (!by_penalty && strcmp(by, "error") != 0) {
+    st = ht_error(HT_ERR_INVALID, "model auto: by=%s: expected by=error or by=penalty", by);
+    ht_options_destroy(opt);
+    return st;
+  }
   char *unused = ht_options_unused(opt);
   ht_options_destroy(opt);
   if (unused) {
-    st = ht_error(HT_ERR_INVALID, "model auto: unknown option(s) %s (only candidates=a+b+...)", unused);
+    st = ht_error(HT_ERR_INVALID, "model auto: unknown option(s) %s (only candidates=a+b+... and by=error|penalty)",
+                  unused);
     free(unused);
     return st;
   }
   *score = INFINITY;
   chosen[0] = 0;
+  validation best = {INFINITY, INFINITY};
   char *save = NULL;
   for (char *k = strtok_r(list, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
     if (!ht_model_kind_find(k)) return ht_error(HT_ERR_NOTFOUND, "model auto: unknown candidate '%s'", k);
-    double e = validate(k, d, seed);
-    ht_log(2, "model auto: %s validation error %.2f%%", k, e);
-    if (e < *score) {
-      *score = e;
+    validation v = validate(k, d, seed);
+    ht_log(2, "model auto: %s validation error %.2f%%, penalty %.2f%%", k, v.error, v.penalty);
+    if (better(v, best, by_penalty)) {
+      best = v;
+      *score = v.error;
       snprintf(chosen, len, "%s", k);
     }
   }
