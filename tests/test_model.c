@@ -763,7 +763,9 @@ static void test_auto_choice(void **state) {
   ht_spec *s = load_spec("examples/gemm/gemm_c.json");
   ht_feature_set *fs;
   assert_int_equal(ht_features_create(s, NULL, &fs), HT_OK);
-  const char *path = "data/datasets/gemm_c.csv";
+  char csv[1024];
+  snprintf(csv, sizeof csv, "%s/data/datasets/gemm_c.csv", HT_SOURCE_DIR);
+  const char *path = csv;
   ht_dataset *d;
   if (ht_dataset_from_csv(fs, &path, 1, NULL, &d)) fail_msg("%s", ht_last_error());
   static const char *const kinds[] = {"linear", "starpu", "knn", "ranking"};
