@@ -177,7 +177,8 @@ static ht_status merge_repeats(builder *b) {
   }
   int kept = 0;
   ht_buf diffs = {0}; /* relative differences of the pairs of repeats, doubles */
-  ht_buf *ratios = b->n_sources > 1 ? calloc((size_t)b->n_sources, sizeof *ratios) : NULL; /* per source */
+  /* per source; without memory for them the dataset only lacks its drift figures */
+  ht_buf *ratios = b->n_sources > 1 ? calloc((size_t)b->n_sources, sizeof *ratios) : NULL;
   for (int i = 0; !st && i < b->n; i++) {
     if (rep[i] != i) continue;
     int n_t = 0;

@@ -19,24 +19,19 @@ typedef struct validation {
   double error, penalty; /* mean APE and mean best-config penalty, %; INFINITY when not fitted */
 } validation;
 
-/* The validation rows' best-config penalty (their groups' configs ranked by pred). */
+/* The validation rows' best-config penalty (their groups' configs ranked by pred): the rows test
+ * of d, or all of d when test is NULL (cross-validation predicted every row). */
 static double penalty_of(const ht_dataset *d, const int *test, int n_test, const double *pred) {
   ht_dataset *sub = NULL;
   ht_accuracy a;
-  int *all = NULL;
-  if (!test && (all = malloc((size_t)n_test * sizeof *all)))
-    for (int k = 0; k < n_test; k++) all[k] = k;
-  const int *rows = test ? test : all;
-  double pen = rows && !ht_dataset_subset(d, rows, n_test, &sub) && !ht_accuracy_compute(sub, pred, &a)
-                   ? a.penalty_mean
-                   : INFINITY;
+  if (test && ht_dataset_subset(d, test, n_test, &sub)) return INFINITY;
+  double pen = ht_accuracy_compute(sub ? sub : d, pred, &a) ? INFINITY : a.penalty_mean;
   ht_dataset_destroy(sub);
-  free(all);
   return pen;
 }
 
-/* One kind on the validation scheme. */
-static validation validate(const char *kind, const ht_dataset *d, uint64_t seed) {
+/* One kind on the validation scheme; the penalty only when asked (by=penalty). */
+static validation validate(const char *kind, const ht_dataset *d, uint64_t seed, int want_penalty) {
   validation v = {INFINITY, INFINITY};
   double *pred = malloc((size_t)d->n_rows * sizeof *pred), err = INFINITY;
   int *train = NULL, *test = NULL, n_train = 0, n_test = 0;
@@ -57,7 +52,7 @@ static validation validate(const char *kind, const ht_dataset *d, uint64_t seed)
     }
     err = isfinite(sum) ? 100 * sum / n_test : INFINITY;
     v.error = err;
-    if (isfinite(err)) v.penalty = penalty_of(d, test, n_test, pred);
+    if (want_penalty && isfinite(err)) v.penalty = penalty_of(d, test, n_test, pred);
   }
   free(pred);
   free(train);
@@ -100,8 +95,8 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
   char *save = NULL;
   for (char *k = strtok_r(list, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
     if (!ht_model_kind_find(k)) return ht_error(HT_ERR_NOTFOUND, "model auto: unknown candidate '%s'", k);
-    validation v = validate(k, d, seed);
-    ht_log(2, "model auto: %s validation error %.2f%%, penalty %.2f%%", k, v.error, v.penalty);
+    validation v = validate(k, d, seed, by_penalty);
+    ht_log(2, "model auto: %s validation error %.2f%%, penalty %.2f%%", k, v.error, v.penalty); /* inf: not asked */
     if (better(v, best, by_penalty)) {
       best = v;
       *score = v.error;
