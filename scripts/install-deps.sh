@@ -11,7 +11,8 @@ PACKAGES="build-essential cmake pkg-config git
   libffi-dev
   libopenblas-dev liblapacke-dev
   libxgboost-dev libsvm-dev
-  libhwloc-dev"
+  libhwloc-dev
+  libclblast1"
 
 missing=""
 for p in $PACKAGES; do

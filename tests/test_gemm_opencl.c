@@ -1,6 +1,7 @@
 /* The OpenCL GEMM generator on PoCL: random and corner configs of the generated space, on shapes
  * that are multiples of no tile, with transposes, FP64 and alpha/beta, all verified by the runner
- * against the generated C reference; the naive kernel; the space's size; bad problems. */
+ * against the generated C reference; the naive kernel; the CLBlast baseline; the space's size; bad
+ * problems. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -202,6 +203,46 @@ static void test_naive(void **state) {
   run_all(gemm_naive_opencl, &p, "n2", 0, 1, shapes, 4);
 }
 
+/* The CLBlast baseline: a C kernel on the host device that runs CLBlast on the OpenCL device, with
+ * transposes, alpha/beta and FP64, verified like every generated kernel. On the OpenCL device
+ * itself the runner refuses it with a clear message (kernel language c). */
+static ht_eval_status run_vendor(const ht_gemm_problem *p, const char *sub, const char *device, ht_status *created) {
+  ht_spec *s = generate(gemm_vendor_opencl, p, sub);
+  ht_runner_options o;
+  fast_options(&o);
+  o.timeout_s = 300; /* the first call compiles CLBlast's kernels on PoCL */
+  ht_runner *r;
+  *created = ht_runner_create(s, device, &o, &r);
+  ht_result res = {.status = HT_EVAL_OK};
+  if (!*created) {
+    ht_space *space;
+    ht_config c;
+    assert_int_equal(ht_spec_build_space(s, ht_runner_device(r), &space), HT_OK);
+    assert_int_equal(ht_space_get(space, 0, &c), HT_OK);
+    assert_int_equal(ht_runner_evaluate(r, &c, &res), HT_OK);
+    if (res.status != HT_EVAL_OK) fprintf(stderr, "%s: %s: %s\n", s->name, ht_eval_status_name(res.status), res.message);
+    ht_space_destroy(space);
+    ht_runner_destroy(r);
+  }
+  ht_spec_destroy(s);
+  return res.status;
+}
+
+static void test_clblast_vendor(void **state) {
+  (void)state;
+  if (!have_opencl) skip();
+  ht_status created;
+  ht_gemm_problem p = problem(67, 45, 33, HT_DTYPE_F32, 1, 0, -1.5, 0.5);
+  assert_int_equal(run_vendor(&p, "v1", "c", &created), HT_EVAL_OK);
+  assert_int_equal(created, HT_OK);
+  p = problem(70, 9, 147, HT_DTYPE_F64, 0, 1, 1.0, 0.0);
+  assert_int_equal(run_vendor(&p, "v2", "c", &created), HT_EVAL_OK);
+  assert_int_equal(created, HT_OK);
+  run_vendor(&p, "v3", DEVICE, &created);
+  assert_int_equal(created, HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "kernel language c cannot run on device opencl:0:0"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_space_and_bad_problems),
@@ -209,6 +250,7 @@ int main(void) {
       cmocka_unit_test(test_transposes_alpha_beta),
       cmocka_unit_test(test_fp64),
       cmocka_unit_test(test_naive),
+      cmocka_unit_test(test_clblast_vendor),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

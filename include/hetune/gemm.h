@@ -31,8 +31,9 @@ void ht_gemm_problem_default(ht_gemm_problem *p, int64_t m, int64_t n, int64_t k
 ht_status ht_gemm_generate(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
 
 /* The vendor baseline as a spec without parameters: OpenBLAS cblas_?gemm for HT_GEMM_C, cuBLAS
- * for HT_GEMM_CUDA; HT_ERR_UNSUPPORTED for OpenCL (there the baseline is the naive kernel,
- * ht_gemm_generate_naive). */
+ * for HT_GEMM_CUDA, CLBlast for HT_GEMM_OPENCL. All three are C kernels (language "c"): run them
+ * on the "c" device; the cuBLAS and CLBlast ones reach their GPU or OpenCL device themselves (the
+ * OpenCL one the device named by the environment variable HETUNE_GEMM_DEVICE, "opencl:P:D"). */
 ht_status ht_gemm_generate_vendor(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
 /* The naive kernel (one thread per C element, no tiling) for the target, as a spec. */
 ht_status ht_gemm_generate_naive(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);

@@ -54,8 +54,7 @@ ht_status ht_gemm_generate_vendor(const ht_gemm_problem *p, ht_gemm_target targe
   switch (target) {
   case HT_GEMM_C: return gemm_vendor_c(p, dir, spec_path);
   case HT_GEMM_CUDA: return gemm_vendor_cuda(p, dir, spec_path);
-  case HT_GEMM_OPENCL:
-    return ht_error(HT_ERR_UNSUPPORTED, "gemm: no vendor library for OpenCL (the baseline there is the naive kernel)");
+  case HT_GEMM_OPENCL: return gemm_vendor_opencl(p, dir, spec_path);
   }
   return bad_target(target);
 }

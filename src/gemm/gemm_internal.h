@@ -10,6 +10,7 @@ ht_status gemm_generate_opencl(const ht_gemm_problem *p, const char *dir, char *
 ht_status gemm_generate_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path);
 ht_status gemm_vendor_c(const ht_gemm_problem *p, const char *dir, char **spec_path);     /* OpenBLAS */
 ht_status gemm_vendor_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path);  /* cuBLAS */
+ht_status gemm_vendor_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path); /* CLBlast */
 ht_status gemm_naive(const ht_gemm_problem *p, ht_gemm_target t, const char *dir, char **spec_path);
 /* The naive GPU kernels (one work-item / thread per C element); gemm_naive dispatches to them. */
 ht_status gemm_naive_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path);
@@ -31,6 +32,19 @@ void gemm_gpu_spec_begin(ht_buf *b, const ht_gemm_problem *p, const char *name, 
 void gemm_gpu_spec_end(ht_buf *b, const ht_gemm_problem *p);
 /* REAL, TRANS_A, TRANS_B, HAS_BETA, IDX defines (OpenCL: REAL2..8 and cl_khr_fp64 for double). */
 void gemm_gpu_problem_header(ht_buf *b, const ht_gemm_problem *p, int opencl);
+/* Writes dir/source_name (src), the C reference and dir/json_name (spec); frees both buffers. */
+ht_status gemm_gpu_write_spec(const ht_gemm_problem *p, const char *dir, const char *source_name, ht_buf *src,
+                              const char *json_name, ht_buf *spec, char **spec_path);
+/* A vendor library's GEMM called from a C kernel on the host device (cuBLAS, CLBlast), as a spec
+ * without parameters: <name>.c (entry <name>) and <name>.json. */
+typedef struct gemm_vendor_lib {
+  const char *name;                    /* "gemm_cublas" */
+  const char *library;                 /* "cuBLAS", for the source's first comment */
+  const char *symbol_f32, *symbol_f64; /* the library's GEMM, as the source's GEMM_SYMBOL */
+  const char *flags;                   /* C compiler and linker flags, or NULL */
+  const char *body;                    /* the source after REAL, TRANS_A, TRANS_B and GEMM_SYMBOL */
+} gemm_vendor_lib;
+ht_status gemm_gpu_vendor(const ht_gemm_problem *p, const char *dir, const gemm_vendor_lib *lib, char **spec_path);
 /* The naive kernel (source text `kernel`, launch lines `geometry`) as a spec for OpenCL or CUDA. */
 ht_status gemm_gpu_naive(const ht_gemm_problem *p, const char *dir, int opencl, const char *kernel,
                          const char *geometry, char **spec_path);

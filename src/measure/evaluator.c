@@ -207,6 +207,14 @@ static ht_status compute_reference(ht_evaluator *ev) {
   return st;
 }
 
+/* Each backend compiles only its own language: say so, rather than let it fail to compile. */
+static ht_status check_language(const ht_spec *spec, const ht_device *dev) {
+  const char *lang = ht_language_name(spec->kernel.lang);
+  if (strcmp(lang, dev->ops->name) == 0) return HT_OK;
+  return ht_error(HT_ERR_INVALID, "%s: kernel language %s cannot run on device %s (%s kernels run on %s devices)",
+                  spec->name, lang, dev->info.id, lang, lang);
+}
+
 ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
                               ht_evaluator **out) {
   ht_evaluator *ev = calloc(1, sizeof *ev);
@@ -214,6 +222,7 @@ ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const 
   ev->spec = spec;
   ev->opt = *opt;
   ht_status st = ht_device_open(device_id, &ev->dev);
+  if (!st) st = check_language(spec, ev->dev);
   if (!st) {
     ev->vars = calloc((size_t)spec->n_names, sizeof(ht_value));
     if (!ev->vars) st = ht_error(HT_ERR_NOMEM, "out of memory");
