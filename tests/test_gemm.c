@@ -272,6 +272,25 @@ static void test_cli_gemm_and_reuse(void **state) {
   assert_int_equal(cli("gemm 4 4 4 --type f16", out, sizeof out), 2);
 }
 
+/* `hetune gemm --device opencl`: the generated kernel on PoCL, and CLBlast measured from the host
+ * device on the same OpenCL device (it printed no number while the vendor ran on the OpenCL device). */
+static void test_cli_gemm_opencl(void **state) {
+  (void)state;
+  char out[8192], args[2048];
+  if (cli("devices", out, sizeof out) || !strstr(out, "opencl:0:0")) skip();
+  snprintf(args, sizeof args,
+           "gemm 33 20 17 --device opencl --budget 1 --strategy random --no-naive --no-warm --db '%s/ocl.db' "
+           "--out '%s/ocl' --quiet",
+           root, root);
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  const char *v = strstr(out, "clblast:");
+  if (!v) fail_msg("no clblast line: %s", out);
+  double gflops = 0;
+  assert_int_equal(sscanf(v, "clblast: %lf GFLOP/s", &gflops), 1);
+  assert_true(gflops > 0);
+  assert_non_null(strstr(out, "tuned / vendor:"));
+}
+
 int main(void) {
   snprintf(root, sizeof root, "%s/test-gemm-%d", HT_BINARY_DIR, (int)getpid());
   if (ht_mkdir_p(root)) return 1;
@@ -279,7 +298,7 @@ int main(void) {
     cmocka_unit_test(test_bad_problems),           cmocka_unit_test(test_baselines),
     cmocka_unit_test(test_blocks_and_edges),       cmocka_unit_test(test_f32_nn_random_variants),
     cmocka_unit_test(test_f32_transposes),         cmocka_unit_test(test_f64),
-    cmocka_unit_test(test_cli_gemm_and_reuse),
+    cmocka_unit_test(test_cli_gemm_and_reuse),    cmocka_unit_test(test_cli_gemm_opencl),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[1024];
