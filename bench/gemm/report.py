@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Turns bench/gemm/results_cpu.tsv (run_cpu.sh) into results_cpu.md and results_cpu.svg:
-per-shape GFLOP/s of the tuned kernel, OpenBLAS and the naive kernel, and the ResNet50-v1.5 total
-time weighted by each GEMM's uses (the thesis's Table 4.4).
+"""Turns bench/gemm/results_<cpu|opencl|cuda>.tsv (run.sh) into a .md table and an .svg plot beside
+it: per-shape GFLOP/s of the tuned kernel, the vendor library (the file's "# vendor:" line; OpenBLAS
+in files without one) and the naive kernel, and the ResNet50-v1.5 total time weighted by each GEMM's
+uses (the thesis's Table 4.4).
 
     bench/gemm/report.py [results_cpu.tsv] [--notes FILE]   (results_cpu.md was made with --notes notes_cpu.md)
 """
@@ -25,7 +26,9 @@ def load(path):
     for r in rows:
         for c in ("uses", "m", "n", "k"):
             r[c] = int(r[c])
-        for c in ("tuned_gflops", "openblas_gflops", "naive_gflops", "tune_s"):
+        if "openblas_gflops" in r:  # files written before run.sh measured other vendors
+            r["vendor_gflops"] = r.pop("openblas_gflops")
+        for c in ("tuned_gflops", "vendor_gflops", "naive_gflops", "tune_s"):
             v = float(r[c])
             r[c] = v if math.isfinite(v) and v > 0 else None
     return head, rows
@@ -39,14 +42,21 @@ def ratio(a, b):
     return None if a is None or b is None else a / b
 
 
-def table(rows, title):
+def vendor_name(head):
+    for h in head:
+        if h.startswith("vendor:"):
+            return h.split(":", 1)[1].strip()
+    return "OpenBLAS"
+
+
+def table(rows, title, vendor):
     out = [f"### {title}", "",
-           "| shape | m x n x k | tuned GFLOP/s | OpenBLAS GFLOP/s | naive GFLOP/s | tuned / OpenBLAS | tuning s | best config |",
+           f"| shape | m x n x k | tuned GFLOP/s | {vendor} GFLOP/s | naive GFLOP/s | tuned / {vendor} | tuning s | best config |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['group']} {r['id']} | {r['m']} x {r['n']} x {r['k']} | {fmt(r['tuned_gflops'])} | "
-                   f"{fmt(r['openblas_gflops'])} | {fmt(r['naive_gflops'], 2)} | "
-                   f"{fmt(ratio(r['tuned_gflops'], r['openblas_gflops']), 2)} | {fmt(r['tune_s'], 0)} | `{r['best']}` |")
+                   f"{fmt(r['vendor_gflops'])} | {fmt(r['naive_gflops'], 2)} | "
+                   f"{fmt(ratio(r['tuned_gflops'], r['vendor_gflops']), 2)} | {fmt(r['tune_s'], 0)} | `{r['best']}` |")
     return out + [""]
 
 
@@ -59,19 +69,19 @@ def weighted(rows, col):
     return total
 
 
-def svg(rows, path):
+def svg(rows, path, vendor):
     w, h, left, top, bottom = 60 + 34 * len(rows), 340, 50, 30, 70
-    peak = max([r[c] or 0 for r in rows for c in ("tuned_gflops", "openblas_gflops")] + [1])
+    peak = max([r[c] or 0 for r in rows for c in ("tuned_gflops", "vendor_gflops")] + [1])
     scale = (h - top - bottom) / peak
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="10">',
-         f'<text x="{left}" y="16" font-size="12">GEMM GFLOP/s: tuned (blue) vs OpenBLAS (orange)</text>']
+         f'<text x="{left}" y="16" font-size="12">GEMM GFLOP/s: tuned (blue) vs {vendor} (orange)</text>']
     for g in range(0, int(peak) + 1, max(1, int(peak / 5 / 10 + 1) * 10)):
         y = h - bottom - g * scale
         s.append(f'<line x1="{left}" x2="{w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
                  f'<text x="{left - 4}" y="{y + 3:.1f}" text-anchor="end">{g}</text>')
     for i, r in enumerate(rows):
         x = left + 6 + 34 * i
-        for j, (c, col) in enumerate((("tuned_gflops", "#1f77b4"), ("openblas_gflops", "#ff7f0e"))):
+        for j, (c, col) in enumerate((("tuned_gflops", "#1f77b4"), ("vendor_gflops", "#ff7f0e"))):
             v = r[c] or 0
             s.append(f'<rect x="{x + 13 * j}" y="{h - bottom - v * scale:.1f}" width="12" height="{v * scale:.1f}" fill="{col}"/>')
         label = {"square": "s", "rect": "rect", "resnet": "L"}.get(r['group'], r['group']) + r['id']
@@ -89,8 +99,9 @@ def main():
     if "--notes" in sys.argv:
         notes = open(sys.argv[sys.argv.index("--notes") + 1]).read()
     head, rows = load(path)
+    vendor = vendor_name(head)
     base = os.path.splitext(path)[0]
-    md = ["# CPU GEMM benchmark: hetune's tuned kernel vs OpenBLAS vs naive", ""]
+    md = [f"# GEMM benchmark: hetune's tuned kernel vs {vendor} vs naive", ""]
     md += [f"- {h}" for h in head] + [""]
     if notes:
         md += [notes.rstrip(), ""]
@@ -98,20 +109,20 @@ def main():
                          ("resnet", "ResNet50-v1.5 GEMMs (m scaled)")):
         sel = [r for r in rows if r["group"] == group]
         if sel:
-            md += table(sel, title)
+            md += table(sel, title, vendor)
     res = [r for r in rows if r["group"] == "resnet"]
     if res:
-        t, o, n = (weighted(res, c) for c in ("tuned_gflops", "openblas_gflops", "naive_gflops"))
+        t, o, n = (weighted(res, c) for c in ("tuned_gflops", "vendor_gflops", "naive_gflops"))
         md += ["### Weighted total time over the ResNet50 GEMMs (Table 4.4 style, uses x time per call)", "",
-               "| | OpenBLAS | tuned (hetune) | naive |", "|---|---|---|---|",
+               f"| | {vendor} | tuned (hetune) | naive |", "|---|---|---|---|",
                f"| total s ({len(res)} shapes, {sum(r['uses'] for r in res)} calls) | {fmt(o, 4)} | {fmt(t, 4)} | {fmt(n, 4)} |",
                ""]
         if t and o:
-            md += [f"Tuned / OpenBLAS total time: {t / o:.3f} ({'faster' if t < o else 'slower'} than OpenBLAS by "
+            md += [f"Tuned / {vendor} total time: {t / o:.3f} ({'faster' if t < o else 'slower'} than {vendor} by "
                    f"{abs(1 - t / o) * 100:.1f}%).", ""]
         tot = sum(r["tune_s"] or 0 for r in rows)
         md += [f"Tuning time, all shapes: {tot:.0f} s.", ""]
-    svg(rows, base + ".svg")
+    svg(rows, base + ".svg", vendor)
     md += [f"![GFLOP/s per shape]({os.path.basename(base)}.svg)", ""]
     with open(base + ".md", "w") as f:
         f.write("\n".join(md))
