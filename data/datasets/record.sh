@@ -5,7 +5,8 @@
 # of problem sizes, then exported as data/datasets/<kernel>.csv (`hetune export --format csv`).
 #
 # usage: data/datasets/record.sh [KERNEL...]   record these kernels (default: all, in the order below;
-#                                              `unseen` records the four unseen kernels)
+#                                              `unseen` records the four unseen kernels, `cuda`
+#                                              the three CUDA kernels, on a machine with a GPU)
 #        data/datasets/record.sh retry KERNEL...  delete the suspect rows of these kernels
 #                                              (check.py: > 1.4x slower than a neighbouring size
 #                                              predicts) from their databases, measure them again
@@ -116,6 +117,19 @@ histogram_opencl() { record histogram_opencl "$ex/histogram/histogram_opencl.jso
   N=32768,B=256 N=65536,B=256 N=131072,B=256 N=262144,B=256 N=524288,B=256 N=1048576,B=256 \
   N=2097152,B=256 N=4194304,B=256 N=8388608,B=256; }
 
+# CUDA kernels, for a session with a GPU (scripts/gpu_session.sh dataset): the PTX features of
+# reference 003 apply to these. Every side a multiple of 128 keeps gemm_cuda's divisibility
+# constraints satisfied by the same configs at every size.
+gemm_cuda() { record gemm_cuda "$ex/gemm/gemm_cuda.json" cuda 40 \
+  M=256,N=256,K=256 M=384,N=384,K=384 M=512,N=512,K=512 M=768,N=768,K=768 M=1024,N=1024,K=1024 \
+  M=1536,N=1536,K=1536 M=2048,N=2048,K=2048 M=3072,N=3072,K=3072 M=4096,N=4096,K=4096; }
+# the whole space (24 configs)
+vadd_cuda() { record vadd_cuda "$ex/vadd/vadd_cuda.json" cuda 64 \
+  N=262144 N=524288 N=1048576 N=2097152 N=4194304 N=8388608 N=16777216 N=33554432 N=67108864 N=134217728; }
+stencil_cuda() { record stencil_cuda "$ex/stencil/stencil_cuda.json" cuda 40 \
+  W=512,H=512 W=1024,H=512 W=1024,H=1024 W=2048,H=1024 W=2048,H=2048 W=4096,H=2048 \
+  W=4096,H=4096 W=8192,H=4096 W=8192,H=8192; }
+
 # Label noise: the first 20 configs of the same seed, at a middle and a large size, measured
 # again in separate databases after the main recording.
 noise() {
@@ -149,17 +163,18 @@ retry() {
 
 all="gemm_c stencil_c vadd_c nbody_c vadd_opencl reduction_opencl transpose_opencl stencil_opencl convolution_opencl gemm_opencl"
 unseen="matvec_c blackscholes_c blackscholes_opencl histogram_opencl"
+cuda="gemm_cuda vadd_cuda stencil_cuda"
 if [ "${1:-}" = retry ]; then
   shift
-  set -- $(for k in "${@:-}"; do case " $all $unseen " in *" $k "*) echo "$k" ;; *) echo "record.sh: unknown kernel '$k'" >&2; exit 2 ;; esac; done)
+  set -- $(for k in "${@:-}"; do case " $all $unseen $cuda " in *" $k "*) echo "$k" ;; *) echo "record.sh: unknown kernel '$k'" >&2; exit 2 ;; esac; done)
   retry "$@"
   exit 0
 fi
 [ $# -gt 0 ] || set -- $all
-set -- $(for k in "$@"; do if [ "$k" = unseen ]; then echo $unseen; else echo "$k"; fi; done)
+set -- $(for k in "$@"; do case $k in unseen) echo $unseen ;; cuda) echo $cuda ;; *) echo "$k" ;; esac; done)
 for k in "$@"; do
-  case " $all $unseen noise " in
+  case " $all $unseen $cuda noise " in
     *" $k "*) $k ;;
-    *) echo "record.sh: unknown kernel '$k' (known: $all, unseen: $unseen, noise)" >&2; exit 2 ;;
+    *) echo "record.sh: unknown kernel '$k' (known: $all, unseen: $unseen, cuda: $cuda, noise)" >&2; exit 2 ;;
   esac
 done
