@@ -757,7 +757,8 @@ static void test_recording_drift(void **state) {
 
 /* auto's choice, checked by hand: each candidate predicts the largest training size from the
  * others; by=error takes the lowest mean error, by=penalty the lowest best-config penalty (ties:
- * the lower error); an unknown criterion is an error naming it. */
+ * the lower error); validate=two averages the largest and the second largest size, each predicted
+ * from the sizes below it; an unknown criterion or scheme is an error naming it. */
 static void test_auto_choice(void **state) {
   (void)state;
   ht_spec *s = load_spec("examples/gemm/gemm_c.json");
@@ -798,6 +799,41 @@ static void test_auto_choice(void **state) {
   ht_model *m;
   assert_int_equal(ht_model_fit("auto", d, "by=speed", 1, &m), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "by=speed: expected by=error or by=penalty"));
+  assert_int_equal(ht_model_fit("auto", d, "validate=three", 1, &m), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "validate=three: expected validate=last or validate=two"));
+  /* validate=two: the mean of err (the largest size from the rest) and the error on the second
+   * largest size predicted from the sizes below it. */
+  int *train2, *test2, n_train2, n_test2, two = 0;
+  assert_int_equal(ht_dataset_split_largest(d, 2, &train2, &n_train2, &test2, &n_test2), HT_OK);
+  char *in_largest = calloc((size_t)d->n_rows, 1);
+  for (int k = 0; k < n_test; k++) in_largest[test[k]] = 1;
+  int n_second = 0;
+  for (int k = 0; k < n_test2; k++)
+    if (!in_largest[test2[k]]) test2[n_second++] = test2[k];
+  assert_int_equal(n_second, n_test2 - n_test);
+  /* Among linear, starpu and knn the two criteria disagree on this data (starpu by the largest
+   * size alone, linear by two), so the test tells them apart. */
+  double mean2[3], *pred2 = malloc((size_t)n_second * sizeof *pred2);
+  int last = 0;
+  for (int k = 0; k < 3; k++) {
+    if (err[k] < err[last]) last = k;
+    if (ht_model_holdout(kinds[k], d, "", 1, train2, n_train2, test2, n_second, pred2)) fail_msg("%s", ht_last_error());
+    double sum = 0;
+    for (int j = 0; j < n_second; j++) sum += fabs(pred2[j] - d->y[test2[j]]) / d->y[test2[j]];
+    mean2[k] = (err[k] + 100 * sum / n_second) / 2;
+    if (mean2[k] < mean2[two]) two = k;
+  }
+  assert_int_not_equal(two, last);
+  if (ht_model_fit("auto", d, "candidates=linear+starpu+knn,validate=two", 1, &m)) fail_msg("%s", ht_last_error());
+  char want[64];
+  snprintf(want, sizeof want, "auto: %s (", kinds[two]);
+  if (strncmp(ht_model_options(m), want, strlen(want)) != 0)
+    fail_msg("validate=two: chose '%s', expected %s", ht_model_options(m), kinds[two]);
+  ht_model_destroy(m);
+  free(in_largest);
+  free(pred2);
+  free(train2);
+  free(test2);
   free(pred);
   free(train);
   free(test);

@@ -6,6 +6,9 @@
  *   by=error|penalty     what "best" means on the validation set: the lowest mean error (default),
  *                        or the lowest best-config penalty (ties: the lower error), for a model
  *                        whose use is choosing the config
+ *   validate=last|two    the largest size alone (default), or the mean over the largest and the
+ *                        second largest, each predicted from the sizes below it (two extrapolation
+ *                        steps, as the hold-out of the two largest sizes asks; at least 5 sizes)
  * No other option is accepted: each candidate runs with its own defaults. */
 #include <math.h>
 #include <stdlib.h>
@@ -30,33 +33,65 @@ static double penalty_of(const ht_dataset *d, const int *test, int n_test, const
   return pen;
 }
 
-/* One kind on the validation scheme; the penalty only when asked (by=penalty). */
-static validation validate(const char *kind, const ht_dataset *d, uint64_t seed, int want_penalty) {
+/* Mean APE (and, when asked, penalty) of kind fitted on train and predicting test (NULL: 5-fold
+ * cross-validation over all rows); INFINITY when it cannot be fitted. */
+static validation score_fold(const char *kind, const ht_dataset *d, uint64_t seed, const int *train, int n_train,
+                             const int *test, int n_test, int want_penalty) {
   validation v = {INFINITY, INFINITY};
-  double *pred = malloc((size_t)d->n_rows * sizeof *pred), err = INFINITY;
-  int *train = NULL, *test = NULL, n_train = 0, n_test = 0;
+  double *pred = malloc((size_t)d->n_rows * sizeof *pred);
   if (!pred) return v;
   ht_status st;
-  if (mu_distinct_work(d, 4) >= 4) {
-    st = ht_dataset_split_largest(d, 1, &train, &n_train, &test, &n_test);
-    if (!st) st = ht_model_holdout(kind, d, "", seed, train, n_train, test, n_test, pred);
-  } else {
-    n_test = d->n_rows;
-    st = d->n_rows >= 5 ? ht_model_cross_validate(kind, d, "", 5, seed, pred) : HT_ERR_INVALID;
-  }
+  if (test) st = ht_model_holdout(kind, d, "", seed, train, n_train, test, n_test, pred);
+  else st = d->n_rows >= 5 ? ht_model_cross_validate(kind, d, "", 5, seed, pred) : HT_ERR_INVALID;
   if (!st) {
     double sum = 0;
     for (int k = 0; k < n_test; k++) {
       int i = test ? test[k] : k;
       sum += fabs(pred[k] - d->y[i]) / d->y[i];
     }
-    err = isfinite(sum) ? 100 * sum / n_test : INFINITY;
-    v.error = err;
-    if (want_penalty && isfinite(err)) v.penalty = penalty_of(d, test, n_test, pred);
+    v.error = isfinite(sum) ? 100 * sum / n_test : INFINITY;
+    if (want_penalty && isfinite(v.error)) v.penalty = penalty_of(d, test, n_test, pred);
   }
   free(pred);
+  return v;
+}
+
+/* The second fold of validate=two: train on all but the two largest sizes, test on the second
+ * largest (the rows of the two largest that are not the largest's). */
+static validation score_second_largest(const char *kind, const ht_dataset *d, uint64_t seed, int want_penalty) {
+  validation v = {INFINITY, INFINITY};
+  int *train = NULL, *test = NULL, *tr1 = NULL, *te1 = NULL, n_train = 0, n_test = 0, n_tr1 = 0, n_te1 = 0;
+  char *largest = calloc((size_t)d->n_rows, 1);
+  if (largest && !ht_dataset_split_largest(d, 2, &train, &n_train, &test, &n_test) &&
+      !ht_dataset_split_largest(d, 1, &tr1, &n_tr1, &te1, &n_te1)) {
+    for (int k = 0; k < n_te1; k++) largest[te1[k]] = 1;
+    int n = 0;
+    for (int k = 0; k < n_test; k++)
+      if (!largest[test[k]]) test[n++] = test[k];
+    v = score_fold(kind, d, seed, train, n_train, test, n, want_penalty);
+  }
+  free(largest);
+  free(train), free(test), free(tr1), free(te1);
+  return v;
+}
+
+/* One kind on the validation scheme: the largest size (validate=last), or the mean of the largest
+ * and the second largest, each predicted from the sizes below it (validate=two; at least 5 sizes),
+ * or 5-fold cross-validation when there are fewer than 4 sizes. The penalty only when asked. */
+static validation validate(const char *kind, const ht_dataset *d, uint64_t seed, int want_penalty, int two) {
+  int sizes = mu_distinct_work(d, 5);
+  if (sizes < 4) return score_fold(kind, d, seed, NULL, 0, NULL, d->n_rows, want_penalty);
+  int *train = NULL, *test = NULL, n_train = 0, n_test = 0;
+  validation v = {INFINITY, INFINITY};
+  if (!ht_dataset_split_largest(d, 1, &train, &n_train, &test, &n_test))
+    v = score_fold(kind, d, seed, train, n_train, test, n_test, want_penalty);
   free(train);
   free(test);
+  if (two && sizes >= 5 && isfinite(v.error)) {
+    validation w = score_second_largest(kind, d, seed, want_penalty);
+    v.error = (v.error + w.error) / 2;
+    v.penalty = (v.penalty + w.penalty) / 2;
+  }
   return v;
 }
 
@@ -74,17 +109,21 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
   if (st) return ht_error_prefix(st, "model auto: ");
   char list[512];
   snprintf(list, sizeof list, "%s", ht_options_str(opt, "candidates", "gbt+linear+starpu+ranking+mlp+knn"));
-  const char *by = ht_options_str(opt, "by", "error");
-  int by_penalty = strcmp(by, "penalty") == 0;
-  if (!by_penalty && strcmp(by, "error") != 0) {
+  const char *by = ht_options_str(opt, "by", "error"), *how = ht_options_str(opt, "validate", "last");
+  int by_penalty = strcmp(by, "penalty") == 0, two = strcmp(how, "two") == 0;
+  if (!by_penalty && strcmp(by, "error") != 0)
     st = ht_error(HT_ERR_INVALID, "model auto: by=%s: expected by=error or by=penalty", by);
+  else if (!two && strcmp(how, "last") != 0)
+    st = ht_error(HT_ERR_INVALID, "model auto: validate=%s: expected validate=last or validate=two", how);
+  if (st) {
     ht_options_destroy(opt);
     return st;
   }
   char *unused = ht_options_unused(opt);
   ht_options_destroy(opt);
   if (unused) {
-    st = ht_error(HT_ERR_INVALID, "model auto: unknown option(s) %s (only candidates=a+b+... and by=error|penalty)",
+    st = ht_error(HT_ERR_INVALID, "model auto: unknown option(s) %s (only candidates=a+b+..., by=error|penalty and "
+                  "validate=last|two)",
                   unused);
     free(unused);
     return st;
@@ -95,7 +134,7 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
   char *save = NULL;
   for (char *k = strtok_r(list, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
     if (!ht_model_kind_find(k)) return ht_error(HT_ERR_NOTFOUND, "model auto: unknown candidate '%s'", k);
-    validation v = validate(k, d, seed, by_penalty);
+    validation v = validate(k, d, seed, by_penalty, two);
     ht_log(2, "model auto: %s validation error %.2f%%, penalty %.2f%%", k, v.error, v.penalty); /* inf: not asked */
     if (better(v, best, by_penalty)) {
       best = v;
