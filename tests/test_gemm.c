@@ -273,14 +273,15 @@ static void test_cli_gemm_and_reuse(void **state) {
 }
 
 /* `hetune gemm --device opencl`: the generated kernel on PoCL, and CLBlast measured from the host
- * device on the same OpenCL device (it printed no number while the vendor ran on the OpenCL device). */
+ * device on the same OpenCL device (it printed no number while the vendor ran on the OpenCL device),
+ * as installed and tuned (--tune-vendor); a negative --tune-vendor is a usage error. */
 static void test_cli_gemm_opencl(void **state) {
   (void)state;
   char out[8192], args[2048];
   if (cli("devices", out, sizeof out) || !strstr(out, "opencl:0:0")) skip();
   snprintf(args, sizeof args,
-           "gemm 33 20 17 --device opencl --budget 1 --strategy random --no-naive --no-warm --db '%s/ocl.db' "
-           "--out '%s/ocl' --quiet",
+           "gemm 33 20 17 --device opencl --budget 1 --strategy random --no-naive --no-warm --tune-vendor 1 "
+           "--db '%s/ocl.db' --out '%s/ocl' --quiet",
            root, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   const char *v = strstr(out, "clblast:");
@@ -288,7 +289,14 @@ static void test_cli_gemm_opencl(void **state) {
   double gflops = 0;
   assert_int_equal(sscanf(v, "clblast: %lf GFLOP/s", &gflops), 1);
   assert_true(gflops > 0);
+  assert_non_null(strstr(out, "(as installed)"));
+  v = strstr(out, "clblast*:"); /* --tune-vendor 1: one config of CLBlast's Xgemm parameters */
+  if (!v) fail_msg("no clblast* line: %s", out);
+  assert_int_equal(sscanf(v, "clblast*: %lf GFLOP/s", &gflops), 1);
+  assert_true(gflops > 0);
+  assert_non_null(strstr(out, "tuned for this device by hetune: 1 configs, 0 failed"));
   assert_non_null(strstr(out, "tuned / vendor:"));
+  assert_int_equal(cli("gemm 4 4 4 --device opencl --tune-vendor -1", out, sizeof out), 2);
 }
 
 int main(void) {

@@ -203,10 +203,12 @@ static void test_naive(void **state) {
   run_all(gemm_naive_opencl, &p, "n2", 0, 1, shapes, 4);
 }
 
-/* The CLBlast baseline: a C kernel on the host device that runs CLBlast on the OpenCL device, with
- * transposes, alpha/beta and FP64, verified like every generated kernel. On the OpenCL device
- * itself the runner refuses it with a clear message (kernel language c). */
-static ht_eval_status run_vendor(const ht_gemm_problem *p, const char *sub, const char *device, ht_status *created) {
+/* The CLBlast baseline: a C kernel on the host device that runs CLBlast on the OpenCL device, as
+ * installed and with its Xgemm kernel's parameters overridden by the config, with transposes,
+ * alpha/beta and FP64, verified like every generated kernel. On the OpenCL device itself the runner
+ * refuses it with a clear message (kernel language c). */
+static ht_eval_status run_vendor(const ht_gemm_problem *p, const char *sub, const char *device, const char *config,
+                                 ht_status *created) {
   ht_spec *s = generate(gemm_vendor_opencl, p, sub);
   ht_runner_options o;
   fast_options(&o);
@@ -218,7 +220,8 @@ static ht_eval_status run_vendor(const ht_gemm_problem *p, const char *sub, cons
     ht_space *space;
     ht_config c;
     assert_int_equal(ht_spec_build_space(s, ht_runner_device(r), &space), HT_OK);
-    assert_int_equal(ht_space_get(space, 0, &c), HT_OK);
+    if (ht_config_parse(space, config, &c)) fail_msg("config %s: %s", config, ht_last_error());
+    assert_true(ht_space_is_valid(space, &c));
     assert_int_equal(ht_runner_evaluate(r, &c, &res), HT_OK);
     if (res.status != HT_EVAL_OK) fprintf(stderr, "%s: %s: %s\n", s->name, ht_eval_status_name(res.status), res.message);
     ht_space_destroy(space);
@@ -231,14 +234,24 @@ static ht_eval_status run_vendor(const ht_gemm_problem *p, const char *sub, cons
 static void test_clblast_vendor(void **state) {
   (void)state;
   if (!have_opencl) skip();
+  /* As installed (TUNE=0: the other values are the space's representative, unused), and Xgemm
+   * tuned: register tiles with float8 vectors, and local-memory panels at the 32 KiB bound in FP64. */
+  static const char *const installed = "TUNE=0,MWG=16,NWG=16,KWG=16,MDIMC=8,NDIMC=8,MDIMA=8,NDIMB=8,KWI=2,VWM=1,VWN=1,"
+                                       "STRM=0,STRN=0,SA=0,SB=0";
+  static const char *const vectors = "TUNE=1,MWG=64,NWG=64,KWG=32,MDIMC=8,NDIMC=8,MDIMA=8,NDIMB=8,KWI=2,VWM=8,VWN=8,"
+                                     "STRM=0,STRN=0,SA=0,SB=0";
+  static const char *const panels = "TUNE=1,MWG=64,NWG=64,KWG=32,MDIMC=16,NDIMC=16,MDIMA=16,NDIMB=16,KWI=2,VWM=2,"
+                                    "VWN=2,STRM=0,STRN=0,SA=1,SB=1";
   ht_status created;
   ht_gemm_problem p = problem(67, 45, 33, HT_DTYPE_F32, 1, 0, -1.5, 0.5);
-  assert_int_equal(run_vendor(&p, "v1", "c", &created), HT_EVAL_OK);
+  assert_int_equal(run_vendor(&p, "v1", "c", installed, &created), HT_EVAL_OK);
   assert_int_equal(created, HT_OK);
+  assert_int_equal(run_vendor(&p, "v1", "c", vectors, &created), HT_EVAL_OK);
   p = problem(70, 9, 147, HT_DTYPE_F64, 0, 1, 1.0, 0.0);
-  assert_int_equal(run_vendor(&p, "v2", "c", &created), HT_EVAL_OK);
+  assert_int_equal(run_vendor(&p, "v2", "c", installed, &created), HT_EVAL_OK);
   assert_int_equal(created, HT_OK);
-  run_vendor(&p, "v3", DEVICE, &created);
+  assert_int_equal(run_vendor(&p, "v2", "c", panels, &created), HT_EVAL_OK);
+  run_vendor(&p, "v3", DEVICE, installed, &created);
   assert_int_equal(created, HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "kernel language c cannot run on device opencl:0:0"));
 }

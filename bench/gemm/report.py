@@ -28,8 +28,8 @@ def load(path):
             r[c] = int(r[c])
         if "openblas_gflops" in r:  # files written before run.sh measured other vendors
             r["vendor_gflops"] = r.pop("openblas_gflops")
-        for c in ("tuned_gflops", "vendor_gflops", "naive_gflops", "tune_s"):
-            v = float(r[c])
+        for c in ("tuned_gflops", "vendor_gflops", "naive_gflops", "tune_s", "vendor_tuned_gflops"):
+            v = float(r.get(c) or "nan")  # vendor_tuned_gflops: only with TUNE_VENDOR
             r[c] = v if math.isfinite(v) and v > 0 else None
     return head, rows
 
@@ -45,18 +45,28 @@ def ratio(a, b):
 def vendor_name(head):
     for h in head:
         if h.startswith("vendor:"):
-            return h.split(":", 1)[1].strip()
+            return h.split(":", 1)[1].split("(")[0].strip()
     return "OpenBLAS"
 
 
-def table(rows, title, vendor):
+def has_tuned_vendor(rows):
+    return any(r["vendor_tuned_gflops"] is not None for r in rows)
+
+
+def table(rows, title, vendor, tuned_vendor):
+    """tuned_vendor: also the columns of the vendor's own kernel tuned by hetune (TUNE_VENDOR)."""
+    extra = f" {vendor} tuned GFLOP/s | tuned / {vendor} tuned |" if tuned_vendor else ""
     out = [f"### {title}", "",
-           f"| shape | m x n x k | tuned GFLOP/s | {vendor} GFLOP/s | naive GFLOP/s | tuned / {vendor} | tuning s | best config |",
-           "|---|---|---|---|---|---|---|---|"]
+           f"| shape | m x n x k | tuned GFLOP/s | {vendor} GFLOP/s | naive GFLOP/s | tuned / {vendor} |{extra} "
+           "tuning s | best config |",
+           "|---|---|---|---|---|---|" + ("---|---|" if tuned_vendor else "") + "---|---|"]
     for r in rows:
+        cells = (f" {fmt(r['vendor_tuned_gflops'])} | {fmt(ratio(r['tuned_gflops'], r['vendor_tuned_gflops']), 2)} |"
+                 if tuned_vendor else "")
         out.append(f"| {r['group']} {r['id']} | {r['m']} x {r['n']} x {r['k']} | {fmt(r['tuned_gflops'])} | "
                    f"{fmt(r['vendor_gflops'])} | {fmt(r['naive_gflops'], 2)} | "
-                   f"{fmt(ratio(r['tuned_gflops'], r['vendor_gflops']), 2)} | {fmt(r['tune_s'], 0)} | `{r['best']}` |")
+                   f"{fmt(ratio(r['tuned_gflops'], r['vendor_gflops']), 2)} |{cells} {fmt(r['tune_s'], 0)} | "
+                   f"`{r['best']}` |")
     return out + [""]
 
 
@@ -109,13 +119,17 @@ def main():
                          ("resnet", "ResNet50-v1.5 GEMMs (m scaled)")):
         sel = [r for r in rows if r["group"] == group]
         if sel:
-            md += table(sel, title, vendor)
+            md += table(sel, title, vendor, has_tuned_vendor(rows))
     res = [r for r in rows if r["group"] == "resnet"]
     if res:
-        t, o, n = (weighted(res, c) for c in ("tuned_gflops", "vendor_gflops", "naive_gflops"))
+        t, o, n, ot = (weighted(res, c) for c in ("tuned_gflops", "vendor_gflops", "naive_gflops",
+                                                     "vendor_tuned_gflops"))
+        tv = has_tuned_vendor(rows)
         md += ["### Weighted total time over the ResNet50 GEMMs (Table 4.4 style, uses x time per call)", "",
-               f"| | {vendor} | tuned (hetune) | naive |", "|---|---|---|---|",
-               f"| total s ({len(res)} shapes, {sum(r['uses'] for r in res)} calls) | {fmt(o, 4)} | {fmt(t, 4)} | {fmt(n, 4)} |",
+               f"| | {vendor} |" + (f" {vendor} tuned |" if tv else "") + " tuned (hetune) | naive |",
+               "|---|---|---|---|" + ("---|" if tv else ""),
+               f"| total s ({len(res)} shapes, {sum(r['uses'] for r in res)} calls) | {fmt(o, 4)} |"
+               + (f" {fmt(ot, 4)} |" if tv else "") + f" {fmt(t, 4)} | {fmt(n, 4)} |",
                ""]
         if t and o:
             md += [f"Tuned / {vendor} total time: {t / o:.3f} ({'faster' if t < o else 'slower'} than {vendor} by "

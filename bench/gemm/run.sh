@@ -11,7 +11,8 @@
 # default 40), STRATEGY (default auto), RESNET_SCALE (m divided by this, default 64), SQUARES
 # (default "256 512 1024 2048 4096"), RECT_SCALE (the rectangular shapes' sides divided by this,
 # default 4), GROUPS (which shapes: default "square rect resnet"), TYPE (f32), NAIVE (0: do not
-# measure the naive kernel), RESULTS (the results file; it is started afresh).
+# measure the naive kernel), TUNE_VENDOR (N: also tune the vendor library's own kernel with N
+# evaluations where it can be tuned, CLBlast), RESULTS (the results file; it is started afresh).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -36,6 +37,8 @@ TYPE=${TYPE:-f32}
 GROUPS=${GROUPS:-square rect resnet}
 naive_flag=
 [ "${NAIVE:-1}" = 0 ] && naive_flag=--no-naive
+vendor_flag=
+[ "${TUNE_VENDOR:-0}" != 0 ] && vendor_flag="--tune-vendor $TUNE_VENDOR"
 want() { case " $GROUPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if [ $quick = 1 ]; then SQUARES="256 512"; BUDGET=8; fi
 
@@ -51,13 +54,13 @@ export HETUNE_CACHE_DIR=${HETUNE_CACHE_DIR:-$work/cache}
     "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" "$BUDGET" "$STRATEGY" \
     "$TYPE" "$RESNET_SCALE" "$RECT_SCALE"
   printf '# device: %s (%s)\n' "$DEVICE" "$("$hetune" devices 2>/dev/null | grep -m1 "^${DEVICE%%:*}" | sed 's/  */ /')"
-  printf '# vendor: %s\n' "$vendor"
-  printf 'group\tid\tuses\tm\tn\tk\ttuned_gflops\tvendor_gflops\tnaive_gflops\ttune_s\tbest\n'
+  printf '# vendor: %s%s\n' "$vendor" "${vendor_flag:+ (and tuned: $vendor_flag)}"
+  printf 'group\tid\tuses\tm\tn\tk\ttuned_gflops\tvendor_gflops\tnaive_gflops\ttune_s\tbest\tvendor_tuned_gflops\n'
 } > "$out"
 
 run() { # group id uses m n k
   line=$("$hetune" gemm "$4" "$5" "$6" --device "$DEVICE" --type "$TYPE" --budget "$BUDGET" --strategy "$STRATEGY" --db "$db" \
-           --out "$work/specs" --tsv --quiet $naive_flag | grep '^result') || { echo "failed: $*" >&2; return 0; }
+           --out "$work/specs" --tsv --quiet $naive_flag $vendor_flag | grep '^result') || { echo "failed: $*" >&2; return 0; }
   printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(echo "$line" | cut -f2-)" >> "$out"
   echo "$1 $2: $(echo "$line" | cut -f2-)" >&2
 }

@@ -32,11 +32,15 @@ static const char *help =
   "  --db FILE       database (default hetune.db or $HETUNE_DB)\n"
   "  --out DIR       where the generated specs and sources go (default: the cache folder)\n"
   "  --no-vendor     do not measure the vendor library\n"
+  "  --tune-vendor N also tune the vendor library's own GEMM kernel on this device with N evaluations,\n"
+  "                  where it takes tuning parameters (CLBlast's Xgemm), and report it next to the\n"
+  "                  library as installed\n"
   "  --naive         measure the naive kernel even when 2*M*N*K > 1e10 (slow)\n"
   "  --no-naive      do not measure the naive kernel\n"
   "  --no-warm       no warm start (by default the best stored configs of the nearest other sizes\n"
   "                  of the same kernel are measured too, after the search)\n"
-  "  --tsv           end with one tab-separated line: m n k tuned vendor naive GFLOP/s, tuning s, best\n"
+  "  --tsv           end with one tab-separated line: m n k tuned vendor naive GFLOP/s, tuning s, best,\n"
+  "                  tuned vendor GFLOP/s (nan without --tune-vendor)\n"
   "  --quiet         no progress output\n";
 
 enum { DEFAULT_BUDGET = 60 };
@@ -54,6 +58,7 @@ typedef struct gemm_cli {
   ht_gemm_target target;
   const char *device, *db, *out;
   int quiet, tsv, vendor, naive, warm;
+  long long tune_vendor; /* evaluations to tune the vendor library's own kernel (CLBlast), 0: none */
   ht_tune_options to;
 } gemm_cli;
 
@@ -106,6 +111,7 @@ static int parse_tuning(const cli_args *a, gemm_cli *g) {
   if ((v = cli_opt(a, "budget")) && !(rc = cli_integer("gemm", "--budget", v, 1, &n))) o->budget_evals = n;
   if (!rc && (v = cli_opt(a, "time"))) rc = cli_number("gemm", "--time", v, 0, &o->budget_seconds);
   if (!rc && (v = cli_opt(a, "seed")) && !(rc = cli_integer("gemm", "--seed", v, 0, &n))) o->seed = (uint64_t)n;
+  if (!rc && (v = cli_opt(a, "tune-vendor"))) rc = cli_integer("gemm", "--tune-vendor", v, 0, &g->tune_vendor);
   o->stop = &stop_requested;
   return rc;
 }
@@ -247,6 +253,26 @@ static char *seed_constraint(ht_store *st, const ht_spec *spec, const ht_gemm_pr
   return b.data;
 }
 
+/* Tunes the loaded spec with one more constraint (taken over: malloc'ed), whose configs are stored
+ * as evaluations of the spec like any other. */
+static ht_status tune_restricted(ht_spec *spec, char *constraint, const char *device, ht_store *st,
+                                 const ht_tune_options *o, const ht_runner_options *ro, ht_tune_summary *sum) {
+  char **grown = constraint ? realloc(spec->constraints, sizeof(char *) * (size_t)(spec->n_constraints + 1)) : NULL;
+  if (!grown) {
+    free(constraint);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  spec->constraints = grown;
+  spec->constraints[spec->n_constraints++] = constraint;
+  return ht_tune(spec, device, st, o, ro, sum);
+}
+
+static void brute_force_options(ht_tune_options *o) {
+  ht_tune_options_default(o);
+  o->strategy = "brute_force";
+  o->stop = &stop_requested;
+}
+
 /* Measures the seeds (a brute-force session on the spec restricted to them): they are stored as
  * evaluations of this problem like any other, so the report's best may come from them. */
 static ht_status warm_start(const gemm_cli *g, const char *spec_path, ht_store *st, const ht_runner_options *ro,
@@ -256,18 +282,10 @@ static ht_status warm_start(const gemm_cli *g, const char *spec_path, ht_store *
   ht_status s = ht_spec_load(spec_path, &spec);
   if (s) return s;
   char *cons = seed_constraint(st, spec, &g->p, n_seeds);
-  char **grown = cons ? realloc(spec->constraints, sizeof(char *) * (size_t)(spec->n_constraints + 1)) : NULL;
-  if (grown) {
-    spec->constraints = grown;
-    spec->constraints[spec->n_constraints++] = cons;
+  if (cons) {
     ht_tune_options o;
-    ht_tune_options_default(&o);
-    o.strategy = "brute_force";
-    o.stop = &stop_requested;
-    s = ht_tune(spec, g->device, st, &o, ro, sum);
-  } else {
-    free(cons);
-    *n_seeds = 0;
+    brute_force_options(&o);
+    s = tune_restricted(spec, cons, g->device, st, &o, ro, sum);
   }
   ht_spec_destroy(spec);
   return s;
@@ -288,7 +306,7 @@ static void print_line(const char *label, const gemm_cli *g, const ht_tune_summa
 }
 
 typedef struct gemm_runs {
-  ht_tune_summary tuned, vendor, naive, warm;
+  ht_tune_summary tuned, vendor, vendor_tuned, naive, warm;
   int n_seeds;
   const char *vendor_note, *naive_note;
   char *spec_path;
@@ -323,6 +341,12 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
            r->warm.found && r->warm.best.time_s <= r->tuned.best.time_s ? ", kept" : "");
   static const char *const vendor_label[] = {"openblas:", "clblast:", "cublas:"};
   print_line(vendor_label[g->target], g, &r->vendor, r->vendor_note);
+  const ht_tune_summary *vt = &r->vendor_tuned;
+  if (vt->measured + vt->reused + vt->failures > 0) {
+    print_line("clblast*:", g, vt, NULL);
+    printf("  (clblast*: CLBlast's Xgemm kernel tuned for this device by hetune: %lld configs, %lld failed, %.1f s)\n",
+           (long long)(vt->measured + vt->reused), (long long)vt->failures, vt->elapsed_s);
+  }
   print_line("naive:", g, &r->naive, r->naive_note);
   printf("  tuning:   %.1f s, %lld configs evaluated (%lld measured, %lld stored), %lld failed, of %llu valid%s\n",
          r->tuned.elapsed_s, (long long)(r->tuned.measured + r->tuned.reused), (long long)r->tuned.measured,
@@ -330,11 +354,62 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
          r->tuned.interrupted ? " (interrupted)" : "");
   double t = gflops(g, &r->tuned), v = r->vendor_note ? NAN : gflops(g, &r->vendor),
          nv = r->naive_note ? NAN : gflops(g, &r->naive);
+  const double vtg = gflops(g, vt);
   if (isfinite(t) && isfinite(v)) printf("  tuned / vendor: %.2fx\n", t / v);
+  if (isfinite(t) && isfinite(vtg)) printf("  tuned / vendor tuned: %.2fx\n", t / vtg);
   if (isfinite(t) && isfinite(nv)) printf("  tuned / naive:  %.1fx\n", t / nv);
   if (g->tsv)
-    printf("result\t%lld\t%lld\t%lld\t%.3f\t%.3f\t%.3f\t%.2f\t%s\n", (long long)p->m, (long long)p->n, (long long)p->k, t,
-           v, nv, r->tuned.elapsed_s, r->tuned.found ? r->tuned.best_config : "-");
+    printf("result\t%lld\t%lld\t%lld\t%.3f\t%.3f\t%.3f\t%.2f\t%s\t%.3f\n", (long long)p->m, (long long)p->n,
+           (long long)p->k, t, v, nv, r->tuned.elapsed_s, r->tuned.found ? r->tuned.best_config : "-", vtg);
+}
+
+/* The vendor library's spec has a parameter TUNE when the library can take tuning parameters
+ * (CLBlast): TUNE 0 is the library as installed, TUNE 1 its kernel with the config's parameters. */
+static int has_tune_parameter(const ht_spec *spec) {
+  for (int i = 0; i < spec->n_params; i++)
+    if (strcmp(spec->params[i].name, "TUNE") == 0) return 1;
+  return 0;
+}
+
+/* The vendor baselines are C kernels that reach their device themselves (cuBLAS, CLBlast): they
+ * run on the host device and learn which OpenCL device from the environment. Their first call may
+ * compile the library's kernels (CLBlast on PoCL: seconds), hence the timeout. Every config of the
+ * library's own space is measured (OpenBLAS's thread counts), or, for a tunable library, the
+ * library as installed, and with --tune-vendor N its own kernel tuned with N evaluations. */
+static ht_status measure_vendor(const gemm_cli *g, ht_store *st, const ht_runner_options *ro, gemm_runs *r) {
+  setenv("HETUNE_GEMM_DEVICE", g->device, 1);
+  ht_runner_options vo = *ro;
+  vo.timeout_s = 300;
+  char *path = NULL;
+  ht_status s = ht_gemm_generate_vendor(&g->p, g->target, g->out, &path);
+  if (s == HT_ERR_UNSUPPORTED) {
+    ht_error_clear();
+    r->vendor_note = "none for this device";
+    return HT_OK;
+  }
+  ht_spec *spec = NULL;
+  if (!s) s = ht_spec_load(path, &spec);
+  const int tunable = !s && has_tune_parameter(spec);
+  ht_tune_options o;
+  brute_force_options(&o);
+  if (!s)
+    s = tunable ? tune_restricted(spec, ht_strdup("TUNE == 0"), "c", st, &o, &vo, &r->vendor)
+                : ht_tune(spec, "c", st, &o, &vo, &r->vendor);
+  ht_spec_destroy(spec);
+  if (!s && tunable) snprintf(r->vendor.best_config, sizeof r->vendor.best_config, "(as installed)");
+  if (!s && tunable && g->tune_vendor > 0 && !(s = ht_spec_load(path, &spec))) {
+    o = g->to;
+    o.budget_evals = g->tune_vendor;
+    if (!g->quiet && isatty(2)) {
+      o.progress = progress;
+      o.progress_ctx = (void *)"vendor tuning";
+    }
+    s = tune_restricted(spec, ht_strdup("TUNE == 1"), "c", st, &o, &vo, &r->vendor_tuned);
+    if (o.progress) fputs("\r\033[K", stderr);
+    ht_spec_destroy(spec);
+  }
+  free(path);
+  return s;
 }
 
 static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
@@ -350,21 +425,8 @@ static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
   bo.strategy = "brute_force";
   bo.stop = &stop_requested;
   char *path = NULL;
-  if (!g->vendor) {
-    r->vendor_note = "skipped (--no-vendor)";
-  } else {
-    /* The vendor baselines are C kernels that reach their device themselves (cuBLAS, CLBlast):
-     * they run on the host device and learn which OpenCL device from the environment. Their
-     * first call may compile the library's kernels (CLBlast on PoCL: seconds), hence the timeout. */
-    setenv("HETUNE_GEMM_DEVICE", g->device, 1);
-    ht_runner_options vo = ro;
-    vo.timeout_s = 300;
-    ht_status s = tune_one(g, ht_gemm_generate_vendor, "vendor", "c", &bo, &vo, st, &r->vendor, &path);
-    if (s && s != HT_ERR_UNSUPPORTED) return free(path), cli_fail("gemm: vendor baseline");
-    if (s) r->vendor_note = "none for this device";
-  }
-  free(path);
-  path = NULL;
+  if (!g->vendor) r->vendor_note = "skipped (--no-vendor)";
+  else if (measure_vendor(g, st, &ro, r)) return cli_fail("gemm: vendor baseline");
   ro.timeout_s = 600; /* the naive kernel is slow by design */
   ro.min_runs = 2;
   if (!g->naive) r->naive_note = "skipped";
@@ -380,7 +442,7 @@ int cmd_gemm(int argc, char **argv) {
                                       NULL};
   static const char *const known[] = {"device", "type",      "trans-a", "trans-b", "alpha",    "beta", "strategy",
                                       "options", "budget",   "time",    "seed",    "db",       "out",  "no-vendor",
-                                      "naive",   "no-naive", "tsv",     "quiet",   "no-warm", NULL};
+                                      "naive",   "no-naive", "tsv",     "quiet",   "no-warm", "tune-vendor", NULL};
   if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
   cli_args a;
   gemm_cli g = {0};

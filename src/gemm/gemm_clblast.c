@@ -1,13 +1,21 @@
 /* The OpenCL vendor baseline: CLBlast, the tuned OpenCL BLAS (its kernels are tuned with CLTune), called from a C
  * kernel on the same OpenCL device as the generated kernel. CLBlast is loaded with dlopen, so a
  * machine without it still builds everything and gets a clear message in the measurement. */
+#include <stdio.h>
+
 #include "gemm/gemm_internal.h"
 
-/* The generated source after its defines (REAL, TRANS_A, TRANS_B, GEMM_SYMBOL). The matrices live
- * in device buffers kept between calls (uploaded again only when the host arrays or sizes change),
- * so the timed calls measure CLBlast's enqueue and kernels up to clFinish, as a user calling it on
- * resident data would see them. The device is HETUNE_GEMM_DEVICE ("opencl:P:D", set by hetune
- * gemm; default platform 0, device 0), the numbering of `hetune devices`. */
+/* The generated source after its defines (REAL, TRANS_A, TRANS_B, GEMM_SYMBOL; the config's TUNE
+ * and CLBlast's Xgemm parameters come as -D defines). The matrices live in device buffers kept
+ * between calls (uploaded again only when the host arrays or sizes change), so the timed calls
+ * measure CLBlast's enqueue and kernels up to clFinish, as a user calling it on resident data
+ * would see them. The device is HETUNE_GEMM_DEVICE ("opencl:P:D", set by hetune gemm; default
+ * platform 0, device 0), the numbering of `hetune devices`.
+ * TUNE 0 is CLBlast as installed (its database's parameters, or its defaults for a device it does
+ * not know). TUNE 1 overrides the parameters of its main GEMM kernel, Xgemm, with the config's
+ * (CLBlastOverrideParameters, as CLBlast's own tuner would store them) and makes CLBlast use that
+ * kernel at every size (XGEMM_MIN_INDIRECT_SIZE 0; by default small sizes take XgemmDirect):
+ * CLBlast tuned for this device by hetune. */
 static const char clblast_body[] =
     "#define CL_TARGET_OPENCL_VERSION 120\n"
     "#include <CL/cl.h>\n"
@@ -17,9 +25,10 @@ static const char clblast_body[] =
     "#include <stdlib.h>\n\n"
     "enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 }; /* clblast_c.h's CLBlastLayout, CLBlastTranspose */\n"
     "typedef int (*gemm_fn)(int, int, int, size_t, size_t, size_t, REAL, cl_mem, size_t, size_t, cl_mem, size_t,\n"
-    "                       size_t, REAL, cl_mem, size_t, size_t, cl_command_queue *, cl_event *);\n\n"
+    "                       size_t, REAL, cl_mem, size_t, size_t, cl_command_queue *, cl_event *);\n"
+    "typedef int (*override_fn)(cl_device_id, const char *, int, size_t, const char **, const size_t *);\n\n"
     "static struct {\n"
-    "  gemm_fn gemm;\n  cl_context ctx;\n  cl_command_queue queue;\n  cl_mem dA, dB, dC;\n"
+    "  gemm_fn gemm;\n  override_fn override;\n  cl_context ctx;\n  cl_command_queue queue;\n  cl_mem dA, dB, dC;\n"
     "  const void *hA, *hB, *hC;\n  int m, n, k;\n"
     "} S;\n\n"
     "static cl_device_id pick_device(const char **err) {\n"
@@ -32,17 +41,35 @@ static const char clblast_body[] =
     "    return *err = \"no such OpenCL device\", NULL;\n"
     "  return ds[di];\n"
     "}\n\n"
+    "/* TUNE 1: this config's Xgemm parameters (kernel 0: GEMMK 0, KREG 1), used at every size. */\n"
+    "static const char *tune(cl_device_id dev) {\n"
+    "#if TUNE\n"
+    "  static const char *names[] = {\"GEMMK\", \"KREG\", \"KWG\", \"KWI\", \"MDIMA\", \"MDIMC\", \"MWG\", \"NDIMB\",\n"
+    "                                \"NDIMC\", \"NWG\", \"SA\", \"SB\", \"STRM\", \"STRN\", \"VWM\", \"VWN\"};\n"
+    "  static const size_t values[] = {0, 1, KWG, KWI, MDIMA, MDIMC, MWG, NDIMB, NDIMC, NWG, SA, SB, STRM, STRN, VWM, VWN};\n"
+    "  static const char *routine[] = {\"XGEMM_MIN_INDIRECT_SIZE\"};\n"
+    "  static const size_t always[] = {0};\n"
+    "  const int precision = sizeof(REAL) == 8 ? 64 : 32; /* CLBlastPrecisionDouble, Single */\n"
+    "  if (S.override(dev, \"Xgemm\", precision, 16, names, values) != 0 ||\n"
+    "      S.override(dev, \"GemmRoutine\", precision, 1, routine, always) != 0)\n"
+    "    return \"CLBlastOverrideParameters refused the parameters\";\n"
+    "#else\n"
+    "  (void)dev;\n"
+    "#endif\n"
+    "  return NULL;\n"
+    "}\n\n"
     "static const char *load(void) {\n"
     "  if (S.queue) return NULL;\n"
     "  void *lib = dlopen(\"libclblast.so.1\", RTLD_NOW);\n"
     "  if (!lib) lib = dlopen(\"libclblast.so\", RTLD_NOW);\n"
     "  if (!lib) return \"libclblast.so.1 not found (Debian: apt-get install libclblast1)\";\n"
     "  *(void **)&S.gemm = dlsym(lib, GEMM_SYMBOL);\n"
-    "  if (!S.gemm) return \"missing entry point \" GEMM_SYMBOL \" in libclblast\";\n"
+    "  *(void **)&S.override = dlsym(lib, \"CLBlastOverrideParameters\");\n"
+    "  if (!S.gemm || !S.override) return \"missing entry points (\" GEMM_SYMBOL \", CLBlastOverrideParameters) in libclblast\";\n"
     "  setenv(\"POCL_AFFINITY\", \"1\", 0); /* as hetune's OpenCL backend: PoCL's threads bound to cores */\n"
     "  const char *err = NULL;\n"
     "  cl_device_id dev = pick_device(&err);\n"
-    "  if (!dev) return err;\n"
+    "  if (!dev || (err = tune(dev))) return err;\n"
     "  cl_int e;\n"
     "  S.ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);\n"
     "  if (!S.ctx) return \"clCreateContext failed\";\n"
@@ -95,9 +122,29 @@ static const char clblast_body[] =
     "  if (err) poison(C, (size_t)m * n, err);\n"
     "}\n";
 
+/* Xgemm's parameters as CLBlast's tuner (src/tuning/kernels/xgemm) defines them, kernel 0 without
+ * its KREG/GEMMK variant and without strided access. TUNE 0 (CLBlast as installed) takes the first
+ * value of each, so it is one config. The work-group and local-memory bounds are OpenCL's usual
+ * ones: the vendor spec runs on the host device, which does not know the OpenCL device's limits;
+ * a config the device refuses fails its measurement with CLBlast's message. */
+static const char clblast_parameters[] =
+  "{\n    \"TUNE\": [0, 1],\n    \"MWG\": [16, 32, 64, 128],\n    \"NWG\": [16, 32, 64, 128],\n"
+  "    \"KWG\": [16, 32],\n    \"MDIMC\": [8, 16, 32],\n    \"NDIMC\": [8, 16, 32],\n    \"MDIMA\": [8, 16, 32],\n"
+  "    \"NDIMB\": [8, 16, 32],\n    \"KWI\": [2],\n    \"VWM\": [1, 2, 4, 8],\n    \"VWN\": [1, 2, 4, 8],\n"
+  "    \"STRM\": [0],\n    \"STRN\": [0],\n    \"SA\": [0, 1],\n    \"SB\": [0, 1]\n  }";
+static const char clblast_constraints[] =
+  "[\n    \"TUNE == 1 || (MWG == 16 && NWG == 16 && KWG == 16 && MDIMC == 8 && NDIMC == 8 && MDIMA == 8 && "
+  "NDIMB == 8 && VWM == 1 && VWN == 1 && SA == 0 && SB == 0)\",\n"
+  "    \"KWG %% KWI == 0\",\n    \"MWG %% (MDIMC * VWM) == 0\",\n    \"NWG %% (NDIMC * VWN) == 0\",\n"
+  "    \"MWG %% (MDIMA * VWM) == 0\",\n    \"NWG %% (NDIMB * VWN) == 0\",\n"
+  "    \"KWG %% ((MDIMC * NDIMC) / MDIMA) == 0\",\n    \"KWG %% ((MDIMC * NDIMC) / NDIMB) == 0\",\n"
+  "    \"MDIMC * NDIMC <= 256\",\n    \"(SA * KWG * MWG + SB * KWG * NWG) * %d <= 32768\"\n  ]";
+
 /* The OpenCL API is linked (hetune needs the ICD loader anyway); CLBlast is dlopen'ed. */
 ht_status gemm_vendor_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path) {
-  static const gemm_vendor_lib clblast = {"gemm_clblast", "CLBlast", "CLBlastSgemm", "CLBlastDgemm",
-                                          "-Wl,--no-as-needed -lOpenCL", clblast_body};
+  char cons[sizeof clblast_constraints + 8];
+  snprintf(cons, sizeof cons, clblast_constraints, p && p->type == HT_DTYPE_F64 ? 8 : 4);
+  const gemm_vendor_lib clblast = {"gemm_clblast", "CLBlast", "CLBlastSgemm", "CLBlastDgemm",
+                                   "-Wl,--no-as-needed -lOpenCL", clblast_body, clblast_parameters, cons};
   return gemm_gpu_vendor(p, dir, &clblast, spec_path);
 }

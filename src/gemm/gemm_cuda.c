@@ -440,6 +440,7 @@ static const char cublas_body[] =
     "}\n";
 
 ht_status gemm_vendor_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path) {
-  static const gemm_vendor_lib cublas = {"gemm_cublas", "cuBLAS", "cublasSgemm_v2", "cublasDgemm_v2", NULL, cublas_body};
+  static const gemm_vendor_lib cublas = {"gemm_cublas",  "cuBLAS", "cublasSgemm_v2", "cublasDgemm_v2", NULL,
+                                         cublas_body, NULL, NULL};
   return gemm_gpu_vendor(p, dir, &cublas, spec_path);
 }

@@ -43,6 +43,8 @@ typedef struct gemm_vendor_lib {
   const char *symbol_f32, *symbol_f64; /* the library's GEMM, as the source's GEMM_SYMBOL */
   const char *flags;                   /* C compiler and linker flags, or NULL */
   const char *body;                    /* the source after REAL, TRANS_A, TRANS_B and GEMM_SYMBOL */
+  const char *parameters;              /* the library's own tuning parameters (JSON object), or NULL */
+  const char *constraints;             /* their constraints (JSON list), or NULL */
 } gemm_vendor_lib;
 ht_status gemm_gpu_vendor(const ht_gemm_problem *p, const char *dir, const gemm_vendor_lib *lib, char **spec_path);
 /* The naive kernel (source text `kernel`, launch lines `geometry`) as a spec for OpenCL or CUDA. */

@@ -115,7 +115,8 @@ ht_status gemm_gpu_vendor(const ht_gemm_problem *p, const char *dir, const gemm_
   ht_buf_append(&src, lib->body);
   gemm_gpu_spec_begin(&spec, p, lib->name, "c", source, lib->name);
   if (lib->flags) ht_buf_appendf(&spec, "  \"flags\": \"%s\",\n", lib->flags);
-  ht_buf_append(&spec, "  \"parameters\": {},\n");
+  ht_buf_appendf(&spec, "  \"parameters\": %s,\n", lib->parameters ? lib->parameters : "{}");
+  if (lib->constraints) ht_buf_appendf(&spec, "  \"constraints\": %s,\n", lib->constraints);
   gemm_gpu_spec_end(&spec, p);
   return gemm_gpu_write_spec(p, dir, source, &src, json, &spec, spec_path);
 }
