@@ -80,20 +80,27 @@ def weighted(rows, col):
 
 
 def svg(rows, path, vendor):
+    bars = [("tuned_gflops", "#1f77b4"), ("vendor_gflops", "#ff7f0e")]
+    title = f"GEMM GFLOP/s: tuned (blue) vs {vendor} (orange)"
+    if has_tuned_vendor(rows):
+        bars.append(("vendor_tuned_gflops", "#2ca02c"))
+        title += f" vs {vendor} tuned by hetune (green)"
     w, h, left, top, bottom = 60 + 34 * len(rows), 340, 50, 30, 70
-    peak = max([r[c] or 0 for r in rows for c in ("tuned_gflops", "vendor_gflops")] + [1])
+    peak = max([r[c] or 0 for r in rows for c, _ in bars] + [1])
     scale = (h - top - bottom) / peak
-    s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="10">',
-         f'<text x="{left}" y="16" font-size="12">GEMM GFLOP/s: tuned (blue) vs {vendor} (orange)</text>']
+    bw = 24 // len(bars)
+    s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(w, 420)}" height="{h}" font-family="sans-serif" '
+         'font-size="10">', f'<text x="{left}" y="16" font-size="12">{title}</text>']
     for g in range(0, int(peak) + 1, max(1, int(peak / 5 / 10 + 1) * 10)):
         y = h - bottom - g * scale
         s.append(f'<line x1="{left}" x2="{w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
                  f'<text x="{left - 4}" y="{y + 3:.1f}" text-anchor="end">{g}</text>')
     for i, r in enumerate(rows):
         x = left + 6 + 34 * i
-        for j, (c, col) in enumerate((("tuned_gflops", "#1f77b4"), ("vendor_gflops", "#ff7f0e"))):
+        for j, (c, col) in enumerate(bars):
             v = r[c] or 0
-            s.append(f'<rect x="{x + 13 * j}" y="{h - bottom - v * scale:.1f}" width="12" height="{v * scale:.1f}" fill="{col}"/>')
+            s.append(f'<rect x="{x + (bw + 1) * j}" y="{h - bottom - v * scale:.1f}" width="{bw}" '
+                     f'height="{v * scale:.1f}" fill="{col}"/>')
         label = {"square": "s", "rect": "rect", "resnet": "L"}.get(r['group'], r['group']) + r['id']
         s.append(f'<text transform="translate({x + 14},{h - bottom + 8}) rotate(60)">{label}</text>')
     s.append("</svg>")
