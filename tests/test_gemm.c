@@ -258,6 +258,9 @@ static void test_cli_gemm_and_reuse(void **state) {
   assert_non_null(strstr(out, "4 configs evaluated (4 measured, 0 stored), 0 failed"));
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, "4 configs evaluated (0 measured, 4 stored), 0 failed")); /* reused */
+  snprintf(args + strlen(args), sizeof args - strlen(args), " --tune-vendor 3");
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  assert_non_null(strstr(out, "--tune-vendor ignored: OpenBLAS takes no tuning parameters"));
   assert_null(strstr(out, "warm start")); /* no other size stored yet */
   /* Another size: the best config of 45 x 37 x 147 is measured too (warm start). */
   snprintf(args, sizeof args, "gemm 50 37 147 --budget 2 --strategy random --db '%s/cli.db' --out '%s/cli2' --quiet",

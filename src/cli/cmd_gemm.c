@@ -397,6 +397,9 @@ static ht_status measure_vendor(const gemm_cli *g, ht_store *st, const ht_runner
                 : ht_tune(spec, "c", st, &o, &vo, &r->vendor);
   ht_spec_destroy(spec);
   if (!s && tunable) snprintf(r->vendor.best_config, sizeof r->vendor.best_config, "(as installed)");
+  if (!s && !tunable && g->tune_vendor > 0)
+    fprintf(stderr, "hetune gemm: --tune-vendor ignored: %s takes no tuning parameters\n",
+            g->target == HT_GEMM_CUDA ? "cuBLAS" : "OpenBLAS");
   if (!s && tunable && g->tune_vendor > 0 && !(s = ht_spec_load(path, &spec))) {
     o = g->to;
     o.budget_evals = g->tune_vendor;
