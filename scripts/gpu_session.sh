@@ -13,7 +13,8 @@
 #   gemm       hetune gemm 4096^3 --device cuda against cuBLAS (issue 5's goal: >= 90%)
 #   bench      bench/gemm/run.sh on cuda: squares 1024-4096 and the thesis rectangles at full size
 #   resnet     bench/gemm/run.sh on cuda: the 20 ResNet50-v1.5 GEMMs at full size (RESNET_SCALE=1)
-#   dataset    data/datasets/record.sh cuda: gemm_cuda, vadd_cuda, stencil_cuda (issue 4)
+#   dataset    data/datasets/record.sh for $KERNELS (default: cuda, i.e. gemm_cuda, vadd_cuda and
+#              stencil_cuda; one kernel per call if the three do not fit in 10 minutes) (issue 4)
 # A device call returns at most 8 files from $OUT: one or two stages per call.
 # Environment: OUT (results folder, default ./gpu-out), BUILD (default build-gpu), JOBS, BUDGET
 # (evaluations per GEMM shape, default 30).
@@ -79,19 +80,22 @@ stage_gemm() {
   step gemm4096 "$BUILD/hetune" gemm 4096 4096 4096 --device cuda --budget 120 --db "$OUT/gemm.db" --out "$BUILD/gemm-specs"
 }
 
-gemm_bench() { # GROUPS RESULTS-NAME
-  DEVICE=cuda GROUPS=$1 SQUARES="1024 2048 4096" RESNET_SCALE=1 RECT_SCALE=1 BUDGET=${BUDGET:-30} \
+gemm_bench() { # SHAPES RESULTS-NAME
+  DEVICE=cuda SHAPES=$1 SQUARES="1024 2048 4096" RESNET_SCALE=1 RECT_SCALE=1 BUDGET=${BUDGET:-30} \
     RESULTS="$OUT/$2.tsv" step "$2" bench/gemm/run.sh "$root/$BUILD/hetune"
   python3 bench/gemm/report.py "$OUT/$2.tsv" >/dev/null 2>&1 || true
 }
 stage_bench() { gemm_bench "square rect" results_cuda_square; }
 stage_resnet() { gemm_bench resnet results_cuda_resnet; }
 
-# The databases stay on the machine (/tmp); the three CSVs and the progress log come back.
+# The databases stay on the machine (/tmp); the CSVs and the progress log come back.
 stage_dataset() {
-  HETUNE="$root/$BUILD/hetune" DB_DIR=/tmp/htdatasets step dataset data/datasets/record.sh cuda
-  cp data/datasets/gemm_cuda.csv data/datasets/vadd_cuda.csv data/datasets/stencil_cuda.csv \
-    /tmp/htdatasets/progress.log "$OUT/" 2>/dev/null
+  # shellcheck disable=SC2086
+  HETUNE="$root/$BUILD/hetune" DB_DIR=/tmp/htdatasets step dataset data/datasets/record.sh ${KERNELS:-cuda}
+  for k in gemm_cuda vadd_cuda stencil_cuda; do
+    if [ -f "data/datasets/$k.csv" ]; then cp "data/datasets/$k.csv" "$OUT/"; fi
+  done
+  cp /tmp/htdatasets/progress.log "$OUT/" 2>/dev/null
 }
 
 [ $# -gt 0 ] || set -- info test

@@ -10,7 +10,7 @@
 # Environment: DEVICE (c, opencl[:P:D] or cuda[:N]; default c), BUDGET (evaluations per shape,
 # default 40), STRATEGY (default auto), RESNET_SCALE (m divided by this, default 64), SQUARES
 # (default "256 512 1024 2048 4096"), RECT_SCALE (the rectangular shapes' sides divided by this,
-# default 4), GROUPS (which shapes: default "square rect resnet"), TYPE (f32), NAIVE (0: do not
+# default 4), SHAPES (which groups of shapes: default "square rect resnet"), TYPE (f32), NAIVE (0: do not
 # measure the naive kernel), TUNE_VENDOR (N: also tune the vendor library's own kernel with N
 # evaluations where it can be tuned, CLBlast), RESULTS (the results file; it is started afresh).
 set -eu
@@ -34,12 +34,12 @@ RESNET_SCALE=${RESNET_SCALE:-64}
 RECT_SCALE=${RECT_SCALE:-4}
 SQUARES=${SQUARES:-256 512 1024 2048 4096}
 TYPE=${TYPE:-f32}
-GROUPS=${GROUPS:-square rect resnet}
+SHAPES=${SHAPES:-square rect resnet} # not GROUPS: bash ignores assignments to GROUPS
 naive_flag=
 [ "${NAIVE:-1}" = 0 ] && naive_flag=--no-naive
 vendor_flag=
 [ "${TUNE_VENDOR:-0}" != 0 ] && vendor_flag="--tune-vendor $TUNE_VENDOR"
-want() { case " $GROUPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+want() { case " $SHAPES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if [ $quick = 1 ]; then SQUARES="256 512"; BUDGET=8; fi
 
 out=${RESULTS:-$here/results_$target.tsv}
@@ -78,7 +78,7 @@ want resnet || { echo "wrote $out" >&2; exit 0; }
 # ResNet50-v1.5 (seed note 004, Table 4.2): id m n k uses; batch 128.
 while read -r id m n k uses; do
   run resnet "$id" "$uses" $((m / RESNET_SCALE)) "$n" "$k"
-done <<'SHAPES'
+done <<'RESNET'
 1 1605632 64 147 1
 2 401408 64 64 1
 3 401408 64 576 3
@@ -99,5 +99,5 @@ done <<'SHAPES'
 18 6272 2048 512 3
 19 6272 2048 1024 1
 20 6272 512 2048 2
-SHAPES
+RESNET
 echo "wrote $out" >&2
