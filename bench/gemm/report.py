@@ -141,6 +141,8 @@ def main():
         if t and o:
             md += [f"Tuned / {vendor} total time: {t / o:.3f} ({'faster' if t < o else 'slower'} than {vendor} by "
                    f"{abs(1 - t / o) * 100:.1f}%).", ""]
+        if t and ot:
+            md += [f"Tuned / {vendor} tuned total time: {t / ot:.3f}.", ""]
         tot = sum(r["tune_s"] or 0 for r in rows)
         md += [f"Tuning time, all shapes: {tot:.0f} s.", ""]
     svg(rows, base + ".svg", vendor)
