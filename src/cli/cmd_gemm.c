@@ -382,11 +382,6 @@ static ht_status measure_vendor(const gemm_cli *g, ht_store *st, const ht_runner
   vo.timeout_s = 300;
   char *path = NULL;
   ht_status s = ht_gemm_generate_vendor(&g->p, g->target, g->out, &path);
-  if (s == HT_ERR_UNSUPPORTED) {
-    ht_error_clear();
-    r->vendor_note = "none for this device";
-    return HT_OK;
-  }
   ht_spec *spec = NULL;
   if (!s) s = ht_spec_load(path, &spec);
   const int tunable = !s && has_tune_parameter(spec);
@@ -422,14 +417,12 @@ static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
     return cli_fail("gemm");
   if (g->warm && warm_start(g, r->spec_path, st, &ro, &r->warm, &r->n_seeds)) return cli_fail("gemm: warm start");
   merge_warm(r);
-  /* Baselines: every config of their (tiny) spaces, so OpenBLAS gets its best thread count. */
-  ht_tune_options bo;
-  ht_tune_options_default(&bo);
-  bo.strategy = "brute_force";
-  bo.stop = &stop_requested;
-  char *path = NULL;
   if (!g->vendor) r->vendor_note = "skipped (--no-vendor)";
   else if (measure_vendor(g, st, &ro, r)) return cli_fail("gemm: vendor baseline");
+  /* The naive kernel: every config of its (small) space of work-group shapes. */
+  ht_tune_options bo;
+  brute_force_options(&bo);
+  char *path = NULL;
   ro.timeout_s = 600; /* the naive kernel is slow by design */
   ro.min_runs = 2;
   if (!g->naive) r->naive_note = "skipped";

@@ -56,39 +56,45 @@ static validation score_fold(const char *kind, const ht_dataset *d, uint64_t see
   return v;
 }
 
-/* The second fold of validate=two: train on all but the two largest sizes, test on the second
- * largest (the rows of the two largest that are not the largest's). */
-static validation score_second_largest(const char *kind, const ht_dataset *d, uint64_t seed, int want_penalty) {
-  validation v = {INFINITY, INFINITY};
-  int *train = NULL, *test = NULL, *tr1 = NULL, *te1 = NULL, n_train = 0, n_test = 0, n_tr1 = 0, n_te1 = 0;
-  char *largest = calloc((size_t)d->n_rows, 1);
-  if (largest && !ht_dataset_split_largest(d, 2, &train, &n_train, &test, &n_test) &&
-      !ht_dataset_split_largest(d, 1, &tr1, &n_tr1, &te1, &n_te1)) {
-    for (int k = 0; k < n_te1; k++) largest[te1[k]] = 1;
-    int n = 0;
-    for (int k = 0; k < n_test; k++)
-      if (!largest[test[k]]) test[n++] = test[k];
-    v = score_fold(kind, d, seed, train, n_train, test, n, want_penalty);
-  }
-  free(largest);
-  free(train), free(test), free(tr1), free(te1);
-  return v;
+/* The validation folds, split once for every candidate: the largest size predicted from the
+ * others, and with validate=two the second largest from the sizes below it; none (5-fold
+ * cross-validation) with fewer than 4 sizes. */
+typedef struct folds {
+  int *train1, *test1, n_train1, n_test1; /* test1 NULL: cross-validation */
+  int *train2, *test2, n_train2, n_test2; /* test2 NULL: no second fold */
+} folds;
+
+static void folds_free(folds *f) {
+  free(f->train1), free(f->test1), free(f->train2), free(f->test2);
 }
 
-/* One kind on the validation scheme: the largest size (validate=last), or the mean of the largest
- * and the second largest, each predicted from the sizes below it (validate=two; at least 5 sizes),
- * or 5-fold cross-validation when there are fewer than 4 sizes. The penalty only when asked. */
-static validation validate(const char *kind, const ht_dataset *d, uint64_t seed, int want_penalty, int two) {
+static ht_status folds_make(const ht_dataset *d, int two, folds *f) {
+  *f = (folds){0};
   int sizes = mu_distinct_work(d, 5);
-  if (sizes < 4) return score_fold(kind, d, seed, NULL, 0, NULL, d->n_rows, want_penalty);
-  int *train = NULL, *test = NULL, n_train = 0, n_test = 0;
-  validation v = {INFINITY, INFINITY};
-  if (!ht_dataset_split_largest(d, 1, &train, &n_train, &test, &n_test))
-    v = score_fold(kind, d, seed, train, n_train, test, n_test, want_penalty);
-  free(train);
-  free(test);
-  if (two && sizes >= 5 && isfinite(v.error)) {
-    validation w = score_second_largest(kind, d, seed, want_penalty);
+  if (sizes < 4) return HT_OK;
+  ht_status st = ht_dataset_split_largest(d, 1, &f->train1, &f->n_train1, &f->test1, &f->n_test1);
+  if (st || !two || sizes < 5) return st;
+  /* The two largest sizes minus the largest's rows: the second largest. */
+  st = ht_dataset_split_largest(d, 2, &f->train2, &f->n_train2, &f->test2, &f->n_test2);
+  char *largest = st ? NULL : calloc((size_t)d->n_rows, 1);
+  if (!st && !largest) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) {
+    for (int k = 0; k < f->n_test1; k++) largest[f->test1[k]] = 1;
+    int n = 0;
+    for (int k = 0; k < f->n_test2; k++)
+      if (!largest[f->test2[k]]) f->test2[n++] = f->test2[k];
+    f->n_test2 = n;
+  }
+  free(largest);
+  return st;
+}
+
+/* One kind on the folds (the mean over them); the penalty only when asked. */
+static validation validate(const char *kind, const ht_dataset *d, uint64_t seed, int want_penalty, const folds *f) {
+  int n_test = f->test1 ? f->n_test1 : d->n_rows;
+  validation v = score_fold(kind, d, seed, f->train1, f->n_train1, f->test1, n_test, want_penalty);
+  if (f->test2 && isfinite(v.error)) {
+    validation w = score_fold(kind, d, seed, f->train2, f->n_train2, f->test2, f->n_test2, want_penalty);
     v.error = (v.error + w.error) / 2;
     v.penalty = (v.penalty + w.penalty) / 2;
   }
@@ -130,11 +136,16 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
   }
   *score = INFINITY;
   chosen[0] = 0;
+  folds f;
+  if ((st = folds_make(d, two, &f))) return folds_free(&f), ht_error_prefix(st, "model auto: ");
   validation best = {INFINITY, INFINITY};
   char *save = NULL;
   for (char *k = strtok_r(list, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
-    if (!ht_model_kind_find(k)) return ht_error(HT_ERR_NOTFOUND, "model auto: unknown candidate '%s'", k);
-    validation v = validate(k, d, seed, by_penalty, two);
+    if (!ht_model_kind_find(k)) {
+      folds_free(&f);
+      return ht_error(HT_ERR_NOTFOUND, "model auto: unknown candidate '%s'", k);
+    }
+    validation v = validate(k, d, seed, by_penalty, &f);
     ht_log(2, "model auto: %s validation error %.2f%%, penalty %.2f%%", k, v.error, v.penalty); /* inf: not asked */
     if (better(v, best, by_penalty)) {
       best = v;
@@ -142,6 +153,7 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
       snprintf(chosen, len, "%s", k);
     }
   }
+  folds_free(&f);
   if (!chosen[0]) return ht_error(HT_ERR_INVALID, "model auto: no candidate could be fitted to %d rows", d->n_rows);
   return HT_OK;
 }
