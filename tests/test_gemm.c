@@ -178,6 +178,56 @@ static void test_blocks_and_edges(void **state) {
   free(dir);
 }
 
+/* The model's config (BLIS's analytical choice) is a valid config of the generated space on this
+ * machine, for both types, and verifies on an odd shape; other targets have no model. */
+static void test_model_config(void **state) {
+  (void)state;
+  for (int t = 0; t < 2; t++) {
+    ht_gemm_problem p = problem(301, 97, 147, t ? HT_DTYPE_F64 : HT_DTYPE_F32, t, 0, 1.0, 0.5);
+    char key[256], *dir = out_dir(t ? "model64" : "model32"), *path;
+    assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_C, key, sizeof key), 1);
+    assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_OK);
+    ht_spec *spec;
+    ht_runner *r = runner_for(path, &spec);
+    ht_space *space;
+    assert_int_equal(ht_spec_build_space(spec, ht_runner_device(r), &space), HT_OK);
+    ht_config c;
+    if (ht_config_parse(space, key, &c)) fail_msg("%s: %s", key, ht_last_error());
+    if (!ht_space_is_valid(space, &c)) fail_msg("model config %s breaks a constraint of %s", key, path);
+    expect_ok(r, space, &c, key);
+    ht_space_destroy(space);
+    ht_runner_destroy(r);
+    ht_spec_destroy(spec);
+    free(path);
+    free(dir);
+    assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_OPENCL, key, sizeof key), 0);
+    assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_CUDA, key, sizeof key), 0);
+    assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_C, key, 8), 0); /* too small: no partial key */
+  }
+}
+
+/* The vendor source names the OpenBLAS build it measures (this process links OpenBLAS through
+ * LAPACKE), so results from other kernels are another kernel in the store. */
+static void test_openblas_build_in_source(void **state) {
+  (void)state;
+  int weak = -1;
+  const char *build = ht_gemm_openblas_build(&weak);
+  assert_non_null(build);
+  assert_non_null(strstr(build, "OpenBLAS"));
+  assert_true(weak == 0 || weak == 1);
+  ht_gemm_problem p = problem(8, 8, 8, HT_DTYPE_F32, 0, 0, 1.0, 0.0);
+  char *dir = out_dir("vendor_build"), *path;
+  assert_int_equal(ht_gemm_generate_vendor(&p, HT_GEMM_C, dir, &path), HT_OK);
+  char *src = ht_strfmt("%s/gemm_vendor_c.c", dir), *text = NULL;
+  size_t len;
+  assert_int_equal(ht_read_file(src, &text, &len), HT_OK);
+  assert_non_null(strstr(text, build));
+  free(text);
+  free(src);
+  free(path);
+  free(dir);
+}
+
 /* OpenBLAS and the naive kernel verify too: same arguments, same reference. */
 static void test_baselines(void **state) {
   (void)state;
@@ -255,18 +305,21 @@ static void test_cli_gemm_and_reuse(void **state) {
   assert_non_null(strstr(out, "GFLOP/s"));
   assert_non_null(strstr(out, "openblas:"));
   assert_non_null(strstr(out, "naive:"));
-  assert_non_null(strstr(out, "4 configs evaluated (4 measured, 0 stored), 0 failed"));
+  assert_non_null(strstr(out, "(OpenBLAS ")); /* the build it measured */
+  /* 4 searched + the model's config (warm start) */
+  assert_non_null(strstr(out, "5 configs evaluated (5 measured, 0 stored), 0 failed"));
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
-  assert_non_null(strstr(out, "4 configs evaluated (0 measured, 4 stored), 0 failed")); /* reused */
+  assert_non_null(strstr(out, "5 configs evaluated (0 measured, 5 stored), 0 failed")); /* reused */
   snprintf(args + strlen(args), sizeof args - strlen(args), " --tune-vendor 3");
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, "--tune-vendor ignored: OpenBLAS takes no tuning parameters"));
-  assert_null(strstr(out, "warm start")); /* no other size stored yet */
+  assert_non_null(strstr(out, "(warm start: the model's config MR="));
+  assert_null(strstr(out, "stored best config")); /* no other size stored yet */
   /* Another size: the best config of 45 x 37 x 147 is measured too (warm start). */
   snprintf(args, sizeof args, "gemm 50 37 147 --budget 2 --strategy random --db '%s/cli.db' --out '%s/cli2' --quiet",
            root, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
-  assert_non_null(strstr(out, "(warm start: 1 stored best config of the nearest other sizes"));
+  assert_non_null(strstr(out, " and 1 stored best config of the nearest other sizes"));
   assert_int_equal(cli("gemm 0 4 4", out, sizeof out), 2);
   assert_non_null(strstr(out, "M 0"));
   assert_int_equal(cli("gemm 4 4", out, sizeof out), 2);
@@ -307,6 +360,7 @@ int main(void) {
   if (ht_mkdir_p(root)) return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bad_problems),           cmocka_unit_test(test_baselines),
+    cmocka_unit_test(test_model_config),           cmocka_unit_test(test_openblas_build_in_source),
     cmocka_unit_test(test_blocks_and_edges),       cmocka_unit_test(test_f32_nn_random_variants),
     cmocka_unit_test(test_f32_transposes),         cmocka_unit_test(test_f64),
     cmocka_unit_test(test_cli_gemm_and_reuse),    cmocka_unit_test(test_cli_gemm_opencl),

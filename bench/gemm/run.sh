@@ -13,6 +13,10 @@
 # default 4), SHAPES (which groups of shapes: default "square rect resnet"), TYPE (f32), NAIVE (0: do not
 # measure the naive kernel), TUNE_VENDOR (N: also tune the vendor library's own kernel with N
 # evaluations where it can be tuned, CLBlast), RESULTS (the results file; it is started afresh).
+# BLAS_CORETYPE: the OpenBLAS kernels to measure, passed as OPENBLAS_CORETYPE (overriding the
+# environment's: this workplace sets Haswell, about half OpenBLAS's AVX-512 speed here). Default:
+# SkylakeX on a CPU with AVX-512, so the baseline is OpenBLAS at its best even where its
+# DYNAMIC_ARCH does not know the CPU; "auto" leaves the choice to OpenBLAS. The header names the build.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -42,6 +46,11 @@ vendor_flag=
 want() { case " $SHAPES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 if [ $quick = 1 ]; then SQUARES="256 512"; BUDGET=8; fi
 
+if [ "$target" = cpu ]; then
+  coretype=${BLAS_CORETYPE:-}
+  [ -z "$coretype" ] && grep -qw avx512f /proc/cpuinfo && coretype=SkylakeX
+  if [ -z "$coretype" ] || [ "$coretype" = auto ]; then unset OPENBLAS_CORETYPE; else export OPENBLAS_CORETYPE=$coretype; fi
+fi
 out=${RESULTS:-$here/results_$target.tsv}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetune-gemm-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -59,8 +68,13 @@ export HETUNE_CACHE_DIR=${HETUNE_CACHE_DIR:-$work/cache}
 } > "$out"
 
 run() { # group id uses m n k
-  line=$("$hetune" gemm "$4" "$5" "$6" --device "$DEVICE" --type "$TYPE" --budget "$BUDGET" --strategy "$STRATEGY" --db "$db" \
-           --out "$work/specs" --tsv --quiet $naive_flag $vendor_flag | grep '^result') || { echo "failed: $*" >&2; return 0; }
+  all=$("$hetune" gemm "$4" "$5" "$6" --device "$DEVICE" --type "$TYPE" --budget "$BUDGET" --strategy "$STRATEGY" --db "$db" \
+           --out "$work/specs" --tsv --quiet $naive_flag $vendor_flag) || { echo "failed: $*" >&2; return 0; }
+  line=$(echo "$all" | grep '^result') || { echo "failed: $* (no result line)" >&2; return 0; }
+  build=$(echo "$all" | grep '^vendor_build' | cut -f2-) || true
+  if [ -n "$build" ] && ! grep -q '^# vendor build:' "$out"; then
+    printf '# vendor build: %s%s\n' "$build" "${OPENBLAS_CORETYPE:+ (OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE)}" >> "$out"
+  fi
   printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(echo "$line" | cut -f2-)" >> "$out"
   echo "$1 $2: $(echo "$line" | cut -f2-)" >&2
 }

@@ -35,6 +35,21 @@ ht_status ht_gemm_generate(const ht_gemm_problem *p, ht_gemm_target target, cons
  * on the "c" device; the cuBLAS and CLBlast ones reach their GPU or OpenCL device themselves (the
  * OpenCL one the device named by the environment variable HETUNE_GEMM_DEVICE, "opencl:P:D"). */
 ht_status ht_gemm_generate_vendor(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
+/* The config an analytical model of the target picks without measuring (BLIS's: the register
+ * tile fills the vector registers, B's micro-panel and A's fit in L1, the packed A block in half of
+ * L2, all cores), written as "MR=12,NV=2,..." into key (cap bytes). Returns 1 when the target has
+ * such a model (HT_GEMM_C), 0 otherwise; `hetune gemm` measures it with the warm start, so a
+ * short, noisy search cannot end below it. */
+int ht_gemm_model_config(const ht_gemm_problem *p, ht_gemm_target target, char *key, size_t cap);
+
+/* The OpenBLAS this process has loaded, as openblas_get_config() names it (version, and the
+ * kernels its DYNAMIC_ARCH picked when it loaded), or NULL when the BLAS is not OpenBLAS. Sets
+ * *avx2_on_avx512 when the CPU has AVX-512 but OpenBLAS runs older kernels (OPENBLAS_CORETYPE set
+ * to an older core, or an OpenBLAS older than the CPU): OPENBLAS_CORETYPE=SkylakeX in the
+ * environment before the process starts selects its AVX-512 kernels. OpenBLAS is loaded here if
+ * the process has not loaded it; the vendor baseline runs in a worker forked from this process, so
+ * this is the build it measures. */
+const char *ht_gemm_openblas_build(int *avx2_on_avx512);
 /* The naive kernel (one thread per C element, no tiling) for the target, as a spec. */
 ht_status ht_gemm_generate_naive(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
 

@@ -37,10 +37,11 @@ static const char *help =
   "                  library as installed\n"
   "  --naive         measure the naive kernel even when 2*M*N*K > 1e10 (slow)\n"
   "  --no-naive      do not measure the naive kernel\n"
-  "  --no-warm       no warm start (by default the best stored configs of the nearest other sizes\n"
-  "                  of the same kernel are measured too, after the search)\n"
+  "  --no-warm       no warm start (by default the generator's model config, on c, and the best\n"
+  "                  stored configs of the nearest other sizes are measured too, after the search)\n"
   "  --tsv           end with one tab-separated line: m n k tuned vendor naive GFLOP/s, tuning s, best,\n"
-  "                  tuned vendor GFLOP/s (nan without --tune-vendor)\n"
+  "                  tuned vendor GFLOP/s (nan without --tune-vendor); on c, a line vendor_build before it\n"
+  "                  (openblas_get_config: version and the kernels it picked)\n"
   "  --quiet         no progress output\n";
 
 enum { DEFAULT_BUDGET = 60 };
@@ -224,8 +225,10 @@ static void key_to_constraint(ht_buf *b, const char *key) {
   ht_buf_append(b, ")");
 }
 
-/* The constraint admitting only the best configs of the nearest other sizes, or NULL. */
-static char *seed_constraint(ht_store *st, const ht_spec *spec, const ht_gemm_problem *p, int *n_seeds) {
+/* The constraint admitting only the best configs of the nearest other sizes and the model's config
+ * (model_key, "" for none), or NULL. */
+static char *seed_constraint(ht_store *st, const ht_spec *spec, const ht_gemm_problem *p, const char *model_key,
+                             int *n_seeds) {
   seed_ctx *c = calloc(1, sizeof *c);
   *n_seeds = 0;
   if (!c) return NULL;
@@ -245,7 +248,11 @@ static char *seed_constraint(ht_store *st, const ht_spec *spec, const ht_gemm_pr
     ++*n_seeds;
   }
   free(c);
-  if (b.failed || !*n_seeds) {
+  if (*model_key) { /* may repeat a stored seed: the constraint admits it once all the same */
+    if (*n_seeds) ht_buf_append(&b, " || ");
+    key_to_constraint(&b, model_key);
+  }
+  if (b.failed || (!*n_seeds && !*model_key)) {
     ht_buf_free(&b);
     *n_seeds = 0;
     return NULL;
@@ -273,15 +280,17 @@ static void brute_force_options(ht_tune_options *o) {
   o->stop = &stop_requested;
 }
 
-/* Measures the seeds (a brute-force session on the spec restricted to them): they are stored as
- * evaluations of this problem like any other, so the report's best may come from them. */
+/* Measures the seeds (a brute-force session on the spec restricted to them): the generator's model
+ * config and the best stored configs of the nearest other sizes. They are stored as evaluations of
+ * this problem like any other, so the report's best may come from them. */
 static ht_status warm_start(const gemm_cli *g, const char *spec_path, ht_store *st, const ht_runner_options *ro,
-                            ht_tune_summary *sum, int *n_seeds) {
+                            ht_tune_summary *sum, int *n_seeds, char *model_key, size_t model_cap) {
   ht_spec *spec;
   *n_seeds = 0;
+  if (!ht_gemm_model_config(&g->p, g->target, model_key, model_cap)) model_key[0] = 0;
   ht_status s = ht_spec_load(spec_path, &spec);
   if (s) return s;
-  char *cons = seed_constraint(st, spec, &g->p, n_seeds);
+  char *cons = seed_constraint(st, spec, &g->p, model_key, n_seeds);
   if (cons) {
     ht_tune_options o;
     brute_force_options(&o);
@@ -307,14 +316,15 @@ static void print_line(const char *label, const gemm_cli *g, const ht_tune_summa
 
 typedef struct gemm_runs {
   ht_tune_summary tuned, vendor, vendor_tuned, naive, warm;
-  int n_seeds;
+  int n_seeds;             /* stored configs of other sizes in the warm start */
+  char model_key[256];     /* the generator's model config in the warm start, "" for none */
   const char *vendor_note, *naive_note;
   char *spec_path;
 } gemm_runs;
 
 /* The seeds count as tuning: their time and evaluations are added, and the best of both wins. */
 static void merge_warm(gemm_runs *r) {
-  if (!r->n_seeds) return;
+  if (!r->n_seeds && !r->model_key[0]) return;
   ht_tune_summary *t = &r->tuned, *w = &r->warm;
   t->elapsed_s += w->elapsed_s;
   t->measured += w->measured;
@@ -327,6 +337,19 @@ static void merge_warm(gemm_runs *r) {
   }
 }
 
+static void print_openblas_build(void) {
+  int weak;
+  const char *build = ht_gemm_openblas_build(&weak);
+  if (!build) return;
+  printf("  (%s)\n", build);
+  if (!weak) return;
+  const char *forced = getenv("OPENBLAS_CORETYPE");
+  printf("  (this CPU has AVX-512 but OpenBLAS runs older kernels%s%s%s: OPENBLAS_CORETYPE=SkylakeX\n"
+         "   in hetune's environment selects its AVX-512 kernels, a stronger baseline)\n",
+         forced && *forced ? ", as OPENBLAS_CORETYPE=" : "", forced && *forced ? forced : "",
+         forced && *forced ? " asks" : "");
+}
+
 static void print_report(const gemm_cli *g, const gemm_runs *r) {
   const ht_gemm_problem *p = &g->p;
   printf("gemm %lld x %lld x %lld %s%s%s, alpha %g beta %g, on %s (%s)\n", (long long)p->m, (long long)p->n,
@@ -334,13 +357,17 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
          p->alpha, p->beta, r->tuned.device.id, r->tuned.device.name);
   printf("  spec:     %s\n", r->spec_path);
   print_line("tuned:", g, &r->tuned, NULL);
-  if (r->n_seeds)
-    printf("  (warm start: %d stored best config%s of the nearest other sizes, best %.3f ms%s)\n", r->n_seeds,
-           r->n_seeds > 1 ? "s" : "",
-           r->warm.found ? r->warm.best.time_s * 1e3 : NAN,
+  if (r->n_seeds || r->model_key[0]) {
+    printf("  (warm start:");
+    if (r->model_key[0]) printf(" the model's config %s%s", r->model_key, r->n_seeds ? " and" : "");
+    if (r->n_seeds)
+      printf(" %d stored best config%s of the nearest other sizes", r->n_seeds, r->n_seeds > 1 ? "s" : "");
+    printf(", best %.3f ms%s)\n", r->warm.found ? r->warm.best.time_s * 1e3 : NAN,
            r->warm.found && r->warm.best.time_s <= r->tuned.best.time_s ? ", kept" : "");
+  }
   static const char *const vendor_label[] = {"openblas:", "clblast:", "cublas:"};
   print_line(vendor_label[g->target], g, &r->vendor, r->vendor_note);
+  if (g->target == HT_GEMM_C && !r->vendor_note) print_openblas_build();
   const ht_tune_summary *vt = &r->vendor_tuned;
   if (vt->measured + vt->reused + vt->failures > 0) {
     print_line("clblast*:", g, vt, NULL);
@@ -358,6 +385,9 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
   if (isfinite(t) && isfinite(v)) printf("  tuned / vendor: %.2fx\n", t / v);
   if (isfinite(t) && isfinite(vtg)) printf("  tuned / vendor tuned: %.2fx\n", t / vtg);
   if (isfinite(t) && isfinite(nv)) printf("  tuned / naive:  %.1fx\n", t / nv);
+  int weak;
+  const char *build = g->target == HT_GEMM_C && !r->vendor_note ? ht_gemm_openblas_build(&weak) : NULL;
+  if (g->tsv && build) printf("vendor_build\t%s\n", build);
   if (g->tsv)
     printf("result\t%lld\t%lld\t%lld\t%.3f\t%.3f\t%.3f\t%.2f\t%s\t%.3f\n", (long long)p->m, (long long)p->n,
            (long long)p->k, t, v, nv, r->tuned.elapsed_s, r->tuned.found ? r->tuned.best_config : "-", vtg);
@@ -415,7 +445,8 @@ static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
   ht_runner_options_default(&ro);
   if (tune_one(g, ht_gemm_generate, "tuning", g->device, &g->to, &ro, st, &r->tuned, &r->spec_path))
     return cli_fail("gemm");
-  if (g->warm && warm_start(g, r->spec_path, st, &ro, &r->warm, &r->n_seeds)) return cli_fail("gemm: warm start");
+  if (g->warm && warm_start(g, r->spec_path, st, &ro, &r->warm, &r->n_seeds, r->model_key, sizeof r->model_key))
+    return cli_fail("gemm: warm start");
   merge_warm(r);
   if (!g->vendor) r->vendor_note = "skipped (--no-vendor)";
   else if (measure_vendor(g, st, &ro, r)) return cli_fail("gemm: vendor baseline");

@@ -73,3 +73,7 @@ ht_status gemm_naive(const ht_gemm_problem *p, ht_gemm_target t, const char *dir
   }
   return bad_target(t);
 }
+
+int ht_gemm_model_config(const ht_gemm_problem *p, ht_gemm_target target, char *key, size_t cap) {
+  return p && key && cap > 0 && target == HT_GEMM_C ? gemm_model_config_c(p, key, cap) : 0;
+}

@@ -4,6 +4,8 @@
  * compiled config serves every M, N, K ("size_defines": false) and the compile cache is shared
  * across shapes. The search space's constraints use this machine's vector width, register count
  * and caches, read when the spec is generated. */
+#define _GNU_SOURCE /* RTLD_DEFAULT, strcasestr */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,18 +426,59 @@ static ht_status write_spec(const ht_gemm_problem *p, const char *dir, const spe
 
 typedef struct cpu_limits {
   int vec_bytes, registers; /* what -march=native gives the kernel: AVX-512 64 B x 32, AVX 32 B x 16 */
-  long l2, l3;              /* bytes per core (L2), shared (L3) */
+  long l1, l2, l3;          /* bytes per core (L1d, L2), shared (L3) */
 } cpu_limits;
 
 static void cpu_limits_probe(cpu_limits *c) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) *c = (cpu_limits){64, 32, 0, 0};
-  else if (__builtin_cpu_supports("avx")) *c = (cpu_limits){32, 16, 0, 0};
-  else *c = (cpu_limits){16, 16, 0, 0};
+  if (__builtin_cpu_supports("avx512f")) *c = (cpu_limits){64, 32, 0, 0, 0};
+  else if (__builtin_cpu_supports("avx")) *c = (cpu_limits){32, 16, 0, 0, 0};
+  else *c = (cpu_limits){16, 16, 0, 0, 0};
+  c->l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   c->l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (c->l1 <= 0) c->l1 = 32 * 1024;
   c->l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (c->l2 <= 0) c->l2 = 512 * 1024; /* unknown: a common size, so the bound stays sensible */
   if (c->l3 <= 0) c->l3 = 8 * 1024 * 1024;
+}
+
+/* ---- the search space ---- */
+
+static const int mr_values[] = {4, 6, 8, 12, 14, 24}, mc_values[] = {48, 96, 168, 336},
+                 kc_values[] = {128, 192, 256, 384}, nc_values[] = {768, 3072},
+                 thread_values[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+#define COUNT(a) ((int)(sizeof(a) / sizeof(a[0])))
+static const char params_text[] =
+  "{\n    \"MR\": [4, 6, 8, 12, 14, 24],\n    \"NV\": [1, 2, 3, 4],\n"
+  "    \"MC\": [48, 96, 168, 336],\n    \"KC\": [128, 192, 256, 384],\n"
+  "    \"NC\": [768, 3072],\n    \"KU\": [1, 4],\n    \"PAR\": [0, 1],\n    \"PACKA\": [0, 1],\n"
+  "    \"NTHREADS\": [1, 2, 4, 8, 16, 32, 64, 128, 256]\n  }";
+
+/* BLIS's analytical model (Low et al., TOMS 2016) on this space: two vectors of B per row (NV 2)
+ * and as many rows as keep the accumulators within 3/4 of the vector registers (AVX-512: 12 x 2,
+ * BLIS's own SKX tile; AVX2: 6 x 2, its Haswell tile); the deepest KC whose micro-panels of A and
+ * B fill at most 90% of L1; the largest MC whose A block fills at most half of L2 (at least the
+ * smallest multiple of MR); the widest NC whose B panel fits in L3; packing, the threads over jr
+ * sharing the A block, all the cores the space allows. */
+int gemm_model_config_c(const ht_gemm_problem *p, char *key, size_t cap) {
+  cpu_limits c;
+  cpu_limits_probe(&c);
+  const int sz = p->type == HT_DTYPE_F64 ? 8 : 4, vl = c.vec_bytes / sz, nv = 2;
+  int mr = mr_values[0], kc = kc_values[0], mc = 0, nc = nc_values[0], threads = 1;
+  for (int i = 0; i < COUNT(mr_values); i++)
+    if (mr_values[i] * nv + nv + 1 <= c.registers && mr_values[i] * nv * 4 <= c.registers * 3) mr = mr_values[i];
+  for (int i = 0; i < COUNT(kc_values); i++)
+    if ((double)(mr + nv * vl) * kc_values[i] * sz <= 0.9 * (double)c.l1) kc = kc_values[i];
+  for (int i = 0; i < COUNT(mc_values); i++)
+    if (mc_values[i] % mr == 0 && (!mc || (long)mc_values[i] * kc * sz <= c.l2 / 2)) mc = mc_values[i];
+  for (int i = 0; i < COUNT(nc_values); i++)
+    if (nc_values[i] % (nv * vl) == 0 && (long)kc * nc_values[i] * sz <= c.l3) nc = nc_values[i];
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  for (int i = 0; i < COUNT(thread_values); i++)
+    if (thread_values[i] <= cores) threads = thread_values[i];
+  int n = snprintf(key, cap, "MR=%d,NV=%d,MC=%d,KC=%d,NC=%d,KU=4,PAR=%d,PACKA=1,NTHREADS=%d", mr, nv, mc, kc, nc,
+                   threads > 1, threads);
+  return n > 0 && (size_t)n < cap;
 }
 
 /* ---- the three specs ---- */
@@ -456,16 +499,33 @@ ht_status gemm_generate_c(const ht_gemm_problem *p, const char *dir, char **spec
            "    \"MC * KC * %d <= %ld\",\n    \"KC * NC * %d <= %ld\",\n"
            "    \"NTHREADS <= device.max_threads\"\n  ]",
            c.registers, vl, vl, sz, sz, c.l2 / 2, sz, c.l3);
-  const char *params =
-    "{\n    \"MR\": [4, 6, 8, 12, 14, 24],\n    \"NV\": [1, 2, 3, 4],\n"
-    "    \"MC\": [48, 96, 168, 336],\n    \"KC\": [128, 192, 256, 384],\n"
-    "    \"NC\": [768, 3072],\n    \"KU\": [1, 4],\n    \"PAR\": [0, 1],\n    \"PACKA\": [0, 1],\n"
-    "    \"NTHREADS\": [1, 2, 4, 8, 16, 32, 64, 128, 256]\n  }";
-  spec_parts s = {name, "gemm_c.c", "gemm", NULL, params, cons};
+  spec_parts s = {name, "gemm_c.c", "gemm", NULL, params_text, cons};
   return write_spec(p, dir, &s, kernel_text, spec_path);
 }
 
+const char *ht_gemm_openblas_build(int *avx2_on_avx512) {
+  /* Loaded here if this process has not loaded it yet (a program without LAPACKE): the workers
+   * forked from it then share this build, chosen under the environment seen now. */
+  void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_GLOBAL);
+  const char *(*config)(void), *(*core)(void);
+  *(void **)&config = dlsym(lib ? lib : RTLD_DEFAULT, "openblas_get_config");
+  *(void **)&core = dlsym(lib ? lib : RTLD_DEFAULT, "openblas_get_corename");
+  *avx2_on_avx512 = 0;
+  if (!config || !core) return NULL;
+  const char *c = core();
+  __builtin_cpu_init();
+  *avx2_on_avx512 = __builtin_cpu_supports("avx512f") && !strcasestr(c, "skylakex") && !strcasestr(c, "cooperlake") &&
+                    !strcasestr(c, "sapphirerapids");
+  return config();
+}
+
+/* The source names the OpenBLAS build it will measure, so results taken with other kernels (another
+ * OPENBLAS_CORETYPE, another version) are another kernel in the store, never reused for this one. */
 ht_status gemm_vendor_c(const ht_gemm_problem *p, const char *dir, char **spec_path) {
+  int weak;
+  const char *build = ht_gemm_openblas_build(&weak);
+  char *text = ht_strfmt("/* Measures %s */\n%s", build ? build : "the BLAS linked as -lopenblas", vendor_text);
+  if (!text) return ht_error(HT_ERR_NOMEM, "out of memory");
   char name[64];
   snprintf(name, sizeof name, "gemm_openblas_%s_%s%s", p->type == HT_DTYPE_F64 ? "f64" : "f32", p->trans_a ? "t" : "n",
            p->trans_b ? "t" : "n");
@@ -475,7 +535,9 @@ ht_status gemm_vendor_c(const ht_gemm_problem *p, const char *dir, char **spec_p
                   "-Wl,--no-as-needed -lopenblas", /* before the source: keep it */
                   "{ \"NTHREADS\": [1, 2, 4, 8, 16, 32, 64, 128, 256] }",
                   "[\"NTHREADS <= device.max_threads\"]"};
-  return write_spec(p, dir, &s, vendor_text, spec_path);
+  ht_status st = write_spec(p, dir, &s, text, spec_path);
+  free(text);
+  return st;
 }
 
 /* The C case of gemm_naive (gemm.c dispatches by target): OpenMP's default, all cores. */
