@@ -264,7 +264,11 @@ static const char cuda_template[] =
     "}\n";
 
 /* The space: the OpenCL one with CUDA's limits (vector accesses up to 16 bytes, the register file:
- * 255 per thread and 64 K per block, estimated as accumulators + staging + 40 for addresses). */
+ * 255 per thread and 64 K per block, estimated as accumulators + staging + 40 for addresses).
+ * Without shared memory (LOCAL 0) every thread also keeps WPTM row addresses and its B columns,
+ * and ptxas ran out of registers above 64 accumulator words: 4 of 9 sampled FP32 8 x 16 tiles and
+ * an FP64 4 x 16 one spilled 16-296 bytes at 254-255 registers (bench_cuda_registers, nvcc 13.0,
+ * sm_90), so those tiles need LOCAL 1. */
 static void cuda_space(ht_buf *b, const ht_gemm_problem *p) {
   const int es = (int)ht_dtype_size(p->type), words = es / 4;
   ht_buf_append(b,
@@ -303,8 +307,9 @@ static void cuda_space(ht_buf *b, const ht_gemm_problem *p) {
                  "    \"VW * %d <= 16\",\n"
                  "    \"LOCAL == 0 || KWG * (MWG + PAD + NWG + PAD * VW) * %d <= device.local_mem_size\",\n"
                  "    \"(WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d <= 128\",\n"
+                 "    \"LOCAL == 1 || WPTM * WPTN * %d <= 64\",\n"
                  "    \"(MWG/WPTM) * (NWG/WPTN) * ((WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d + 40) <= 65536\"\n  ],\n",
-                 es, es, words, words);
+                 es, es, words, words, words);
 }
 
 ht_status gemm_generate_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path) {
