@@ -151,6 +151,27 @@ static void test_compile_fp32(void **state) {
   compile_sampled(&p, "tt", 3, 4);
 }
 
+/* The model's config (ht_gemm_model_config) is valid with an H100's limits in both types and
+ * compiles without spilling. */
+static void test_model_config(void **state) {
+  (void)state;
+  for (int t = 0; t < 2; t++) {
+    ht_gemm_problem p = problem(1023, 517, 129, t ? HT_DTYPE_F64 : HT_DTYPE_F32, t, 0, 1, 0);
+    char key[256];
+    assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_CUDA, key, sizeof key), 1);
+    ht_spec *s = generate(gemm_generate_cuda, &p, t ? "model64" : "model32");
+    ht_device_info info = gpu_info();
+    ht_space *space;
+    assert_int_equal(ht_spec_build_space(s, &info, &space), HT_OK);
+    ht_config c;
+    if (ht_config_parse(space, key, &c)) fail_msg("%s: %s", key, ht_last_error());
+    if (!ht_space_is_valid(space, &c)) fail_msg("model config %s breaks a constraint", key);
+    if (nvcc_or_skip()) compile_config(s, space, &c, (int)ht_dtype_size(p.type));
+    ht_space_destroy(space);
+    ht_spec_destroy(s);
+  }
+}
+
 static void test_compile_fp64_and_naive(void **state) {
   (void)state;
   if (!nvcc_or_skip()) skip();
@@ -197,7 +218,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_space),
       cmocka_unit_test(test_compile_fp32),
-      cmocka_unit_test(test_compile_fp64_and_naive),
+      cmocka_unit_test(test_model_config), cmocka_unit_test(test_compile_fp64_and_naive),
       cmocka_unit_test(test_cublas_spec),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -35,11 +35,13 @@ ht_status ht_gemm_generate(const ht_gemm_problem *p, ht_gemm_target target, cons
  * on the "c" device; the cuBLAS and CLBlast ones reach their GPU or OpenCL device themselves (the
  * OpenCL one the device named by the environment variable HETUNE_GEMM_DEVICE, "opencl:P:D"). */
 ht_status ht_gemm_generate_vendor(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
-/* The config an analytical model of the target picks without measuring (BLIS's: the register
- * tile fills the vector registers, B's micro-panel and A's fit in L1, the packed A block in half of
- * L2, all cores), written as "MR=12,NV=2,..." into key (cap bytes). Returns 1 when the target has
- * such a model (HT_GEMM_C), 0 otherwise; `hetune gemm` measures it with the warm start, so a
- * short, noisy search cannot end below it. */
+/* The config a model of the target picks without measuring, written as "MR=12,NV=2,..." into key
+ * (cap bytes). HT_GEMM_C: BLIS's analytical model (the register tile fills the vector registers,
+ * B's micro-panel and A's fit in L1, the packed A block in half of L2, all cores). HT_GEMM_CUDA:
+ * the register-blocking rule of hand-written SIMT SGEMMs (256 threads, 8 x 8 per thread of a
+ * 128 x 128 block, 16-deep shared panels, 16-byte loads). Returns 1 when written, 0 for
+ * HT_GEMM_OPENCL (no model) or a too small key; `hetune gemm` measures it with the warm start, so
+ * a short, noisy search cannot end below it. */
 int ht_gemm_model_config(const ht_gemm_problem *p, ht_gemm_target target, char *key, size_t cap);
 
 /* The OpenBLAS this process has loaded, as openblas_get_config() names it (version, and the

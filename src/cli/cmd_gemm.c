@@ -37,7 +37,7 @@ static const char *help =
   "                  library as installed\n"
   "  --naive         measure the naive kernel even when 2*M*N*K > 1e10 (slow)\n"
   "  --no-naive      do not measure the naive kernel\n"
-  "  --no-warm       no warm start (by default the generator's model config, on c, and the best\n"
+  "  --no-warm       no warm start (by default the generator's model config, on c and cuda, and the best\n"
   "                  stored configs of the nearest other sizes are measured too, after the search)\n"
   "  --tsv           end with one tab-separated line: m n k tuned vendor naive GFLOP/s, tuning s, best,\n"
   "                  tuned vendor GFLOP/s (nan without --tune-vendor); on c, a line vendor_build before it\n"

@@ -75,5 +75,11 @@ ht_status gemm_naive(const ht_gemm_problem *p, ht_gemm_target t, const char *dir
 }
 
 int ht_gemm_model_config(const ht_gemm_problem *p, ht_gemm_target target, char *key, size_t cap) {
-  return p && key && cap > 0 && target == HT_GEMM_C ? gemm_model_config_c(p, key, cap) : 0;
+  if (!p || !key || cap == 0) return 0;
+  switch (target) {
+  case HT_GEMM_C: return gemm_model_config_c(p, key, cap);
+  case HT_GEMM_CUDA: return gemm_model_config_cuda(p, key, cap);
+  case HT_GEMM_OPENCL: return 0; /* OpenCL devices differ too much (PoCL's best tiles are a CPU's) */
+  }
+  return 0;
 }

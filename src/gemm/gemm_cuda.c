@@ -2,6 +2,7 @@
  * (shared-memory panels, aligned vector loads through a struct, register tiles, unroll, strided
  * ownership), the naive kernel, and the cuBLAS baseline as a C spec that loads cuBLAS at run time.
  * See docs/gemm_gpu.md. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,6 +311,18 @@ static void cuda_space(ht_buf *b, const ht_gemm_problem *p) {
                  "    \"LOCAL == 1 || WPTM * WPTN * %d <= 64\",\n"
                  "    \"(MWG/WPTM) * (NWG/WPTN) * ((WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d + 40) <= 65536\"\n  ],\n",
                  es, es, words, words, words);
+}
+
+/* The register-blocking rule of hand-written SIMT SGEMMs on recent NVIDIA GPUs: 256 threads, each
+ * accumulating an 8 x 8 tile of a 128 x 128 block (64 FMAs per 16 shared-memory loads), 16-deep
+ * shared panels filled with 16-byte loads, fragments staged in registers. FP64 halves the rows per
+ * thread (4 x 8 of a 64 x 128 block, 8-byte-pair loads) to stay under the space's register bound.
+ * Valid in the space with any GPU that allows 256 threads and 24 KiB of shared memory per block. */
+int gemm_model_config_cuda(const ht_gemm_problem *p, char *key, size_t cap) {
+  const int f64 = p->type == HT_DTYPE_F64;
+  int n = snprintf(key, cap, "MWG=%d,WPTM=%d,VT=1,NWG=128,WPTN=8,VW=%d,KWG=16,UNROLL=4,LOCAL=1,PAD=0,STAGE=1",
+                   f64 ? 64 : 128, f64 ? 4 : 8, f64 ? 2 : 4);
+  return n > 0 && (size_t)n < cap;
 }
 
 ht_status gemm_generate_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path) {

@@ -8,7 +8,8 @@
 ht_status gemm_generate_c(const ht_gemm_problem *p, const char *dir, char **spec_path);
 ht_status gemm_generate_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path);
 ht_status gemm_generate_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path);
-int gemm_model_config_c(const ht_gemm_problem *p, char *key, size_t cap); /* see ht_gemm_model_config */
+int gemm_model_config_c(const ht_gemm_problem *p, char *key, size_t cap);    /* see ht_gemm_model_config */
+int gemm_model_config_cuda(const ht_gemm_problem *p, char *key, size_t cap); /* see ht_gemm_model_config */
 ht_status gemm_vendor_c(const ht_gemm_problem *p, const char *dir, char **spec_path);     /* OpenBLAS */
 ht_status gemm_vendor_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path);  /* cuBLAS */
 ht_status gemm_vendor_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path); /* CLBlast */
