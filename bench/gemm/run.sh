@@ -12,7 +12,8 @@
 # (default "256 512 1024 2048 4096"), RECT_SCALE (the rectangular shapes' sides divided by this,
 # default 4), SHAPES (which groups of shapes: default "square rect resnet"), TYPE (f32), NAIVE (0: do not
 # measure the naive kernel), TUNE_VENDOR (N: also tune the vendor library's own kernel with N
-# evaluations where it can be tuned, CLBlast), RESULTS (the results file; it is started afresh).
+# evaluations where it can be tuned, CLBlast), RESULTS (the results file; it is started afresh),
+# RESNET_IDS (which of the 20 ResNet GEMMs, e.g. "1 2 3"; default all).
 # BLAS_CORETYPE: the OpenBLAS kernels to measure, passed as OPENBLAS_CORETYPE (overriding the
 # environment's: this workplace sets Haswell, about half OpenBLAS's AVX-512 speed here). Default:
 # SkylakeX on a CPU with AVX-512, so the baseline is OpenBLAS at its best even where its
@@ -91,6 +92,7 @@ want resnet || { echo "wrote $out" >&2; exit 0; }
 
 # ResNet50-v1.5 (seed note 004, Table 4.2): id m n k uses; batch 128.
 while read -r id m n k uses; do
+  case " ${RESNET_IDS:-$id} " in *" $id "*) ;; *) continue ;; esac
   run resnet "$id" "$uses" $((m / RESNET_SCALE)) "$n" "$k"
 done <<'RESNET'
 1 1605632 64 147 1
