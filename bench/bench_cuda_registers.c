@@ -10,20 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm/gemm_internal.h"
 #include "hetune/hetune.h"
-
-static ht_device_info h100_limits(void) {
-  ht_device_info info;
-  memset(&info, 0, sizeof info);
-  snprintf(info.backend, sizeof info.backend, "cuda");
-  info.max_work_group_size = 1024;
-  info.max_work_item_sizes[0] = info.max_work_item_sizes[1] = 1024;
-  info.max_work_item_sizes[2] = 64;
-  info.local_mem_bytes = 48 * 1024;
-  info.warp_size = 32;
-  info.compute_units = 132;
-  return info;
-}
 
 static long param(ht_space *space, const ht_value *v, const char *name) {
   int i = ht_space_param_index(space, name);
@@ -34,26 +22,6 @@ static long param(ht_space *space, const ht_value *v, const char *name) {
 static long estimate(ht_space *space, const ht_value *v, int words) {
   long wm = param(space, v, "WPTM"), wn = param(space, v, "WPTN"), st = param(space, v, "STAGE");
   return (wm * wn + st * (wm + wn)) * words + 40;
-}
-
-static int compile(const ht_spec *s, ht_space *space, const ht_config *c, ht_ptx_resources *res) {
-  ht_value v[HT_MAX_PARAMS];
-  ht_config_values(space, c, v);
-  char store[HT_MAX_PARAMS][64];
-  const char *defs[HT_MAX_PARAMS + 1];
-  int n = ht_space_param_count(space);
-  for (int i = 0; i < n; i++) {
-    char val[32];
-    ht_value_format(v[i], val, sizeof val);
-    snprintf(store[i], sizeof store[i], "%s=%s", ht_space_param_name(space, i), val);
-    defs[i] = store[i];
-  }
-  defs[n] = NULL;
-  char *ptx = NULL;
-  int nres = 0;
-  ht_status st = ht_ptx_compile(s->kernel.source_text, "gemm_cuda.cu", defs, "sm_90", &ptx, res, 1, &nres);
-  free(ptx);
-  return st == HT_OK && nres == 1 ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
@@ -68,7 +36,8 @@ int main(int argc, char **argv) {
   char dir[] = "/tmp/ht_cuda_regs_XXXXXX", *path = NULL;
   ht_spec *s = NULL;
   ht_space *space = NULL;
-  ht_device_info info = h100_limits();
+  ht_device_info info;
+  gemm_cuda_h100_limits(&info);
   if (!mkdtemp(dir) || ht_gemm_generate(&p, HT_GEMM_CUDA, dir, &path) || ht_spec_load(path, &s) ||
       ht_spec_build_space(s, &info, &space))
     return fprintf(stderr, "bench_cuda_registers: %s\n", ht_last_error()), 1;
@@ -87,7 +56,7 @@ int main(int argc, char **argv) {
     ht_ptx_resources res;
     char cfg[256];
     ht_config_format(space, &cs[i], cfg, sizeof cfg);
-    if (compile(s, space, &cs[i], &res)) {
+    if (gemm_cuda_compile_config(s, space, &cs[i], "sm_90", NULL, &res)) {
       printf("%s\tcompile failed: %s\n", cfg, ht_last_error());
       failed++;
       continue;

@@ -21,17 +21,9 @@ static int setup(void **state) {
   return make_tmpdir("/tmp/ht_gemm_cuda_XXXXXX");
 }
 
-/* An H100's limits as the CUDA backend reports them. */
 static ht_device_info gpu_info(void) {
   ht_device_info info;
-  memset(&info, 0, sizeof info);
-  snprintf(info.backend, sizeof info.backend, "cuda");
-  info.max_work_group_size = 1024;
-  info.max_work_item_sizes[0] = info.max_work_item_sizes[1] = 1024;
-  info.max_work_item_sizes[2] = 64;
-  info.local_mem_bytes = 48 * 1024;
-  info.warp_size = 32;
-  info.compute_units = 132;
+  gemm_cuda_h100_limits(&info);
   return info;
 }
 
@@ -39,27 +31,15 @@ static ht_device_info gpu_info(void) {
 static void compile_config(const ht_spec *s, ht_space *space, const ht_config *c, int es) {
   ht_value v[HT_MAX_PARAMS];
   ht_config_values(space, c, v);
-  char store[HT_MAX_PARAMS][64];
-  const char *defs[HT_MAX_PARAMS + 1];
-  int n = ht_space_param_count(space);
-  for (int i = 0; i < n; i++) {
-    char val[32];
-    ht_value_format(v[i], val, sizeof val);
-    snprintf(store[i], sizeof store[i], "%s=%s", ht_space_param_name(space, i), val);
-    defs[i] = store[i];
-  }
-  defs[n] = NULL;
   char *ptx = NULL;
-  ht_ptx_resources res[4];
-  int nres = 0;
-  ht_status st = ht_ptx_compile(s->kernel.source_text, "gemm_cuda.cu", defs, "sm_90", &ptx, res, 4, &nres);
+  ht_ptx_resources res[1];
+  ht_status st = gemm_cuda_compile_config(s, space, c, "sm_90", &ptx, res);
   char cfg[256];
   ht_config_format(space, c, cfg, sizeof cfg);
   if (st) fail_msg("%s: %s", cfg, ht_last_error());
   char entry[64];
   snprintf(entry, sizeof entry, ".entry %s(", s->kernel.entry);
   assert_non_null(strstr(ptx, entry));
-  assert_int_equal(nres, 1);
   assert_true(res[0].registers > 0 && res[0].registers <= 255);
   /* Tiles beyond the register file spill hundreds of bytes; the space must not admit them. Small
    * global-memory tiles with VT 2 spill 8 bytes under nvcc 13.0, harmless. */

@@ -313,6 +313,40 @@ static void cuda_space(ht_buf *b, const ht_gemm_problem *p) {
                  es, es, words, words, words);
 }
 
+void gemm_cuda_h100_limits(ht_device_info *info) {
+  memset(info, 0, sizeof *info);
+  snprintf(info->backend, sizeof info->backend, "cuda");
+  info->max_work_group_size = 1024;
+  info->max_work_item_sizes[0] = info->max_work_item_sizes[1] = 1024;
+  info->max_work_item_sizes[2] = 64;
+  info->local_mem_bytes = 48 * 1024;
+  info->warp_size = 32;
+  info->compute_units = 132;
+}
+
+ht_status gemm_cuda_compile_config(const ht_spec *spec, ht_space *space, const ht_config *c, const char *arch,
+                                   char **ptx, ht_ptx_resources *res) {
+  ht_value v[HT_MAX_PARAMS];
+  ht_config_values(space, c, v);
+  char store[HT_MAX_PARAMS][64];
+  const char *defs[HT_MAX_PARAMS + 1];
+  const int n = ht_space_param_count(space);
+  for (int i = 0; i < n; i++) {
+    char val[32];
+    ht_value_format(v[i], val, sizeof val);
+    snprintf(store[i], sizeof store[i], "%s=%s", ht_space_param_name(space, i), val);
+    defs[i] = store[i];
+  }
+  defs[n] = NULL;
+  char *text = NULL;
+  int nres = 0;
+  ht_status st = ht_ptx_compile(spec->kernel.source_text, "gemm_cuda.cu", defs, arch, &text, res, 1, &nres);
+  if (!st && nres < 1) st = ht_error(HT_ERR_PARSE, "%s: ptxas reported no kernel", spec->name);
+  if (!st && ptx) *ptx = text;
+  else free(text);
+  return st;
+}
+
 /* The register-blocking rule of hand-written SIMT SGEMMs on recent NVIDIA GPUs: 256 threads, each
  * accumulating an 8 x 8 tile of a 128 x 128 block (64 FMAs per 16 shared-memory loads), 16-deep
  * shared panels filled with 16-byte loads, fragments staged in registers. FP64 halves the rows per

@@ -3,12 +3,21 @@
 #define HETUNE_GEMM_INTERNAL_H
 
 #include "hetune/gemm.h"
+#include "hetune/hetune.h" /* spec, space, ptx */
 
 /* Each writes its spec + source into dir (existing) and returns the spec path (malloc'ed). */
 ht_status gemm_generate_c(const ht_gemm_problem *p, const char *dir, char **spec_path);
 ht_status gemm_generate_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path);
 ht_status gemm_generate_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path);
 int gemm_model_config_c(const ht_gemm_problem *p, char *key, size_t cap);    /* see ht_gemm_model_config */
+/* An H100's limits as the CUDA backend reports them: the space checked without a GPU. */
+void gemm_cuda_h100_limits(ht_device_info *info);
+/* Compiles a CUDA spec's kernel for one config of its space (the config's values as -D defines)
+ * for arch with nvcc and fills *res with what ptxas reports for it; the PTX goes to *ptx
+ * (malloc'ed) when ptx is not NULL. Errors: those of ht_ptx_compile, HT_ERR_PARSE when ptxas names
+ * no kernel. */
+ht_status gemm_cuda_compile_config(const ht_spec *spec, ht_space *space, const ht_config *c, const char *arch,
+                                   char **ptx, ht_ptx_resources *res);
 int gemm_model_config_cuda(const ht_gemm_problem *p, char *key, size_t cap); /* see ht_gemm_model_config */
 ht_status gemm_vendor_c(const ht_gemm_problem *p, const char *dir, char **spec_path);     /* OpenBLAS */
 ht_status gemm_vendor_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path);  /* cuBLAS */
