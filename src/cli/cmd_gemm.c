@@ -337,9 +337,7 @@ static void merge_warm(gemm_runs *r) {
   }
 }
 
-static void print_openblas_build(void) {
-  int weak;
-  const char *build = ht_gemm_openblas_build(&weak);
+static void print_openblas_build(const char *build, int weak) {
   if (!build) return;
   printf("  (%s)\n", build);
   if (!weak) return;
@@ -367,7 +365,9 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
   }
   static const char *const vendor_label[] = {"openblas:", "clblast:", "cublas:"};
   print_line(vendor_label[g->target], g, &r->vendor, r->vendor_note);
-  if (g->target == HT_GEMM_C && !r->vendor_note) print_openblas_build();
+  int weak = 0;
+  const char *build = g->target == HT_GEMM_C && !r->vendor_note ? ht_gemm_openblas_build(&weak) : NULL;
+  print_openblas_build(build, weak);
   const ht_tune_summary *vt = &r->vendor_tuned;
   if (vt->measured + vt->reused + vt->failures > 0) {
     print_line("clblast*:", g, vt, NULL);
@@ -385,8 +385,6 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
   if (isfinite(t) && isfinite(v)) printf("  tuned / vendor: %.2fx\n", t / v);
   if (isfinite(t) && isfinite(vtg)) printf("  tuned / vendor tuned: %.2fx\n", t / vtg);
   if (isfinite(t) && isfinite(nv)) printf("  tuned / naive:  %.1fx\n", t / nv);
-  int weak;
-  const char *build = g->target == HT_GEMM_C && !r->vendor_note ? ht_gemm_openblas_build(&weak) : NULL;
   if (g->tsv && build) printf("vendor_build\t%s\n", build);
   if (g->tsv)
     printf("result\t%lld\t%lld\t%lld\t%.3f\t%.3f\t%.3f\t%.2f\t%s\t%.3f\n", (long long)p->m, (long long)p->n,

@@ -436,23 +436,35 @@ static void cpu_limits_probe(cpu_limits *c) {
   else *c = (cpu_limits){16, 16, 0, 0, 0};
   c->l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   c->l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  if (c->l1 <= 0) c->l1 = 32 * 1024;
   c->l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (c->l2 <= 0) c->l2 = 512 * 1024; /* unknown: a common size, so the bound stays sensible */
+  if (c->l1 <= 0) c->l1 = 32 * 1024; /* unknown: common sizes, so the bounds stay sensible */
+  if (c->l2 <= 0) c->l2 = 512 * 1024;
   if (c->l3 <= 0) c->l3 = 8 * 1024 * 1024;
 }
 
 /* ---- the search space ---- */
 
-static const int mr_values[] = {4, 6, 8, 12, 14, 24}, mc_values[] = {48, 96, 168, 336},
-                 kc_values[] = {128, 192, 256, 384}, nc_values[] = {768, 3072},
-                 thread_values[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-#define COUNT(a) ((int)(sizeof(a) / sizeof(a[0])))
-static const char params_text[] =
-  "{\n    \"MR\": [4, 6, 8, 12, 14, 24],\n    \"NV\": [1, 2, 3, 4],\n"
-  "    \"MC\": [48, 96, 168, 336],\n    \"KC\": [128, 192, 256, 384],\n"
-  "    \"NC\": [768, 3072],\n    \"KU\": [1, 4],\n    \"PAR\": [0, 1],\n    \"PACKA\": [0, 1],\n"
-  "    \"NTHREADS\": [1, 2, 4, 8, 16, 32, 64, 128, 256]\n  }";
+/* The parameters' values: the spec's JSON and the model config are both written from these. */
+typedef struct param_values {
+  const char *name;
+  int n;
+  int v[9];
+} param_values;
+static const param_values params[] = {
+  {"MR", 6, {4, 6, 8, 12, 14, 24}}, {"NV", 4, {1, 2, 3, 4}},   {"MC", 4, {48, 96, 168, 336}},
+  {"KC", 4, {128, 192, 256, 384}},  {"NC", 2, {768, 3072}},    {"KU", 2, {1, 4}},
+  {"PAR", 2, {0, 1}},               {"PACKA", 2, {0, 1}},      {"NTHREADS", 9, {1, 2, 4, 8, 16, 32, 64, 128, 256}}};
+enum { P_MR, P_NV, P_MC, P_KC, P_NC, P_KU, P_PAR, P_PACKA, P_NTHREADS, N_PARAMS };
+
+static void append_params(ht_buf *b) {
+  ht_buf_append(b, "{");
+  for (int i = 0; i < N_PARAMS; i++) {
+    ht_buf_appendf(b, "%s\n    \"%s\": [", i ? "," : "", params[i].name);
+    for (int j = 0; j < params[i].n; j++) ht_buf_appendf(b, "%s%d", j ? ", " : "", params[i].v[j]);
+    ht_buf_append(b, "]");
+  }
+  ht_buf_append(b, "\n  }");
+}
 
 /* BLIS's analytical model (Low et al., TOMS 2016) on this space: two vectors of B per row (NV 2)
  * and as many rows as keep the accumulators within 3/4 of the vector registers (AVX-512: 12 x 2,
@@ -464,18 +476,20 @@ int gemm_model_config_c(const ht_gemm_problem *p, char *key, size_t cap) {
   cpu_limits c;
   cpu_limits_probe(&c);
   const int sz = p->type == HT_DTYPE_F64 ? 8 : 4, vl = c.vec_bytes / sz, nv = 2;
-  int mr = mr_values[0], kc = kc_values[0], mc = 0, nc = nc_values[0], threads = 1;
-  for (int i = 0; i < COUNT(mr_values); i++)
-    if (mr_values[i] * nv + nv + 1 <= c.registers && mr_values[i] * nv * 4 <= c.registers * 3) mr = mr_values[i];
-  for (int i = 0; i < COUNT(kc_values); i++)
-    if ((double)(mr + nv * vl) * kc_values[i] * sz <= 0.9 * (double)c.l1) kc = kc_values[i];
-  for (int i = 0; i < COUNT(mc_values); i++)
-    if (mc_values[i] % mr == 0 && (!mc || (long)mc_values[i] * kc * sz <= c.l2 / 2)) mc = mc_values[i];
-  for (int i = 0; i < COUNT(nc_values); i++)
-    if (nc_values[i] % (nv * vl) == 0 && (long)kc * nc_values[i] * sz <= c.l3) nc = nc_values[i];
+  const param_values *mrs = &params[P_MR], *kcs = &params[P_KC], *mcs = &params[P_MC], *ncs = &params[P_NC],
+                     *ths = &params[P_NTHREADS];
+  int mr = mrs->v[0], kc = kcs->v[0], mc = 0, nc = ncs->v[0], threads = 1;
+  for (int i = 0; i < mrs->n; i++)
+    if (mrs->v[i] * nv + nv + 1 <= c.registers && mrs->v[i] * nv * 4 <= c.registers * 3) mr = mrs->v[i];
+  for (int i = 0; i < kcs->n; i++)
+    if ((double)(mr + nv * vl) * kcs->v[i] * sz <= 0.9 * (double)c.l1) kc = kcs->v[i];
+  for (int i = 0; i < mcs->n; i++)
+    if (mcs->v[i] % mr == 0 && (!mc || (long)mcs->v[i] * kc * sz <= c.l2 / 2)) mc = mcs->v[i];
+  for (int i = 0; i < ncs->n; i++)
+    if (ncs->v[i] % (nv * vl) == 0 && (long)kc * ncs->v[i] * sz <= c.l3) nc = ncs->v[i];
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  for (int i = 0; i < COUNT(thread_values); i++)
-    if (thread_values[i] <= cores) threads = thread_values[i];
+  for (int i = 0; i < ths->n; i++)
+    if (ths->v[i] <= cores) threads = ths->v[i];
   int n = snprintf(key, cap, "MR=%d,NV=%d,MC=%d,KC=%d,NC=%d,KU=4,PAR=%d,PACKA=1,NTHREADS=%d", mr, nv, mc, kc, nc,
                    threads > 1, threads);
   return n > 0 && (size_t)n < cap;
@@ -499,8 +513,13 @@ ht_status gemm_generate_c(const ht_gemm_problem *p, const char *dir, char **spec
            "    \"MC * KC * %d <= %ld\",\n    \"KC * NC * %d <= %ld\",\n"
            "    \"NTHREADS <= device.max_threads\"\n  ]",
            c.registers, vl, vl, sz, sz, c.l2 / 2, sz, c.l3);
-  spec_parts s = {name, "gemm_c.c", "gemm", NULL, params_text, cons};
-  return write_spec(p, dir, &s, kernel_text, spec_path);
+  ht_buf par = {0};
+  append_params(&par);
+  if (par.failed) return ht_buf_free(&par), ht_error(HT_ERR_NOMEM, "out of memory");
+  spec_parts s = {name, "gemm_c.c", "gemm", NULL, par.data, cons};
+  ht_status st = write_spec(p, dir, &s, kernel_text, spec_path);
+  ht_buf_free(&par);
+  return st;
 }
 
 const char *ht_gemm_openblas_build(int *avx2_on_avx512) {
