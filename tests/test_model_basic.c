@@ -40,7 +40,7 @@ static void set_row(ht_dataset *d, int i, const double *x, double y) {
 static ht_model *fit(const char *kind, const ht_dataset *d, const char *opt) {
   ht_model *m = NULL;
   ht_status st = ht_model_fit(kind, d, opt, 42, &m);
-  if (st) fprintf(stderr, "fit %s (%s): %s\n", kind, opt, ht_last_error());
+  if (st) fprintf(stderr, "fit %s (%s): %s\n", kind, opt ? opt : "no options", ht_last_error());
   assert_int_equal(st, HT_OK);
   return m;
 }
