@@ -12,6 +12,8 @@
 #                                              predicts) from their databases, measure them again
 #        data/datasets/record.sh noise         label noise: re-measure 20 configs at 2 sizes of
 #                                              3 kernels in separate databases, compare (noise.py)
+#        data/datasets/record.sh strides       gemm_opencl at 4 KiB and other row strides
+#                                              (strides.py)
 #        PASS=N data/datasets/record.sh [KERNEL...]  measure the same rows again (N = 2..16) into
 #                                              db/passN/ and data/datasets/passN/; model eval and
 #                                              bench/prediction/report.sh merge the repeats of a
@@ -148,6 +150,19 @@ noise() {
   say "noise: done"
 }
 
+# Row strides: gemm_opencl's 30 configs at 768^3 and at 1024-1280 sides where N (the row stride
+# of B and C) or K (of A) is, or is not, 1024 floats (4 KiB: every row maps to the same L1 sets).
+# It separates the hold-out's cache-aliasing cliff from its growth in size (strides.py).
+strides() {
+  sd=$db_dir/strides
+  rm -rf "$sd"
+  mkdir -p "$sd" "$here/strides"
+  measure gemm_opencl "$ex/gemm/gemm_opencl.json" opencl 30 "$sd/gemm_opencl.db" M=768,N=768,K=768 \
+    M=1024,N=1024,K=1024 M=1024,N=1024,K=1056 M=1024,N=1280,K=1024 M=1152,N=1280,K=1056
+  "$hetune" export --format csv --kernel gemm_opencl --db "$sd/gemm_opencl.db" --output "$here/strides/gemm_opencl.csv"
+  python3 "$here/strides.py" "$here/strides/gemm_opencl.csv"
+}
+
 # Scheduler artefacts: a 2-thread run whose second thread lost its core to another process waits
 # whole scheduler ticks, so its time is a multiple of ~4 ms whatever the size. Such rows are
 # inconsistent with the same config at the neighbouring sizes (check.py's suspect rule); they are
@@ -173,8 +188,8 @@ fi
 [ $# -gt 0 ] || set -- $all
 set -- $(for k in "$@"; do case $k in unseen) echo $unseen ;; cuda) echo $cuda ;; *) echo "$k" ;; esac; done)
 for k in "$@"; do
-  case " $all $unseen $cuda noise " in
+  case " $all $unseen $cuda noise strides " in
     *" $k "*) $k ;;
-    *) echo "record.sh: unknown kernel '$k' (known: $all, unseen: $unseen, cuda: $cuda, noise)" >&2; exit 2 ;;
+    *) echo "record.sh: unknown kernel '$k' (known: $all, unseen: $unseen, cuda: $cuda, noise, strides)" >&2; exit 2 ;;
   esac
 done
