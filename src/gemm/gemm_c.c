@@ -466,21 +466,23 @@ static void append_params(ht_buf *b) {
   ht_buf_append(b, "\n  }");
 }
 
-/* BLIS's analytical model (Low et al., TOMS 2016) on this space: two vectors of B per row (NV 2)
- * and as many rows as keep the accumulators within 3/4 of the vector registers (AVX-512: 12 x 2,
- * BLIS's own SKX tile; AVX2: 6 x 2, its Haswell tile); the deepest KC whose micro-panels of A and
- * B fill at most 90% of L1; the largest MC whose A block fills at most half of L2 (at least the
- * smallest multiple of MR); the widest NC whose B panel fits in L3; packing, the threads over jr
- * sharing the A block, all the cores the space allows. */
+/* BLIS's analytical model (Low et al., TOMS 2016) for the cache blocks, on a measured register
+ * tile: 4 rows of A and as many vectors of B as keep the accumulators within 3/4 of the vector
+ * registers (AVX-512: 4 x 4, AVX2: 4 x 3). BLIS's own rule (the most rows at two vectors: its SKX
+ * 12 x 2 and Haswell 6 x 2 tiles) ran at 0.64-0.92 of the 4-row tile side by side on the AMD EPYC
+ * (Zen 5) of BENCHMARKS.md, in FP32 and FP64, on AVX-512 and AVX2; 6 x 4 at 0.74-0.96. Then the
+ * deepest KC whose micro-panels of A and B fill at most 90% of L1; the largest MC whose A block
+ * fills at most half of L2 (at least the smallest multiple of MR); the widest NC whose B panel
+ * fits in L3; packing, the threads over jr sharing the A block, all the cores the space allows. */
 int gemm_model_config_c(const ht_gemm_problem *p, char *key, size_t cap) {
   cpu_limits c;
   cpu_limits_probe(&c);
-  const int sz = p->type == HT_DTYPE_F64 ? 8 : 4, vl = c.vec_bytes / sz, nv = 2;
-  const param_values *mrs = &params[P_MR], *kcs = &params[P_KC], *mcs = &params[P_MC], *ncs = &params[P_NC],
+  const int sz = p->type == HT_DTYPE_F64 ? 8 : 4, vl = c.vec_bytes / sz, mr = 4;
+  const param_values *nvs = &params[P_NV], *kcs = &params[P_KC], *mcs = &params[P_MC], *ncs = &params[P_NC],
                      *ths = &params[P_NTHREADS];
-  int mr = mrs->v[0], kc = kcs->v[0], mc = 0, nc = ncs->v[0], threads = 1;
-  for (int i = 0; i < mrs->n; i++)
-    if (mrs->v[i] * nv + nv + 1 <= c.registers && mrs->v[i] * nv * 4 <= c.registers * 3) mr = mrs->v[i];
+  int nv = nvs->v[0], kc = kcs->v[0], mc = 0, nc = ncs->v[0], threads = 1;
+  for (int i = 0; i < nvs->n; i++)
+    if (mr * nvs->v[i] + nvs->v[i] + 1 <= c.registers && mr * nvs->v[i] * 4 <= c.registers * 3) nv = nvs->v[i];
   for (int i = 0; i < kcs->n; i++)
     if ((double)(mr + nv * vl) * kcs->v[i] * sz <= 0.9 * (double)c.l1) kc = kcs->v[i];
   for (int i = 0; i < mcs->n; i++)
