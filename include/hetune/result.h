@@ -46,7 +46,9 @@ typedef struct ht_result {
   double timestamp;      /* wall clock at the end (seconds since the epoch) */
   int n_metrics;
   ht_metric metrics[HT_MAX_METRICS];
-  char message[512];     /* failure detail (compiler error excerpt, mismatch location, signal) */
+  char message[2048];    /* failure detail: its first line says what and where (the compiler's first error,
+                          * the first mismatching element, the signal); more lines may follow (the
+                          * compiler's whole output) */
 } ht_result;
 
 void ht_result_init(ht_result *r);

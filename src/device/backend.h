@@ -40,6 +40,13 @@ ht_status ht_cache_subdir(const char *sub, char **out);
 
 /* The first line of log that mentions "error" (else the first non-empty line), copied into out. */
 void ht_first_error_line(const char *log, char *out, size_t len);
+/* src's text behind a #line directive naming src->path (malloc'ed; NULL when out of memory), so a
+ * compiler reading it from a copy or from memory names the user's file in its messages. A path
+ * that would need escaping in a C string is left out. */
+char *ht_source_with_line(const ht_source *src);
+/* HT_ERR_COMPILE with the message "path: what: <first error line of log>", then the whole log on
+ * the following lines: one line for a progress display, the rest for who wants it (tune -v). */
+ht_status ht_compile_error(const char *path, const char *what, const char *log);
 
 /* Runs probe in a forked child and copies its results back. Driver runtimes (CUDA, PoCL) keep
  * process-wide state once initialised and do not survive fork(); probing in a child keeps the

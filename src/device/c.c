@@ -236,10 +236,9 @@ static ht_status write_temp_source(const char *dir, const char *text, char **pat
 }
 
 static ht_status compile_failed(const ht_source *src, const char *log, int code) {
-  char first[512];
-  ht_first_error_line(log, first, sizeof first);
-  return ht_error(HT_ERR_COMPILE, "%s: compile failed (exit %d): %s", src->path ? src->path : "kernel", code,
-                  first[0] ? first : "no compiler output");
+  char what[64];
+  snprintf(what, sizeof what, "compile failed (exit %d)", code);
+  return ht_compile_error(src->path, what, log);
 }
 
 /* Compiles into a unique temporary .so, then rename()s it to sofile: readers never see a
@@ -248,7 +247,9 @@ static ht_status run_compiler(const char *dir, const char *sofile, const ht_sour
                               ht_compile_info *info) {
   char *cfile = NULL, *tmp_so = ht_strfmt("%s.tmp.%d.XXXXXX", sofile, (int)getpid());
   if (!tmp_so) return ht_error(HT_ERR_NOMEM, "out of memory");
-  ht_status s = write_temp_source(dir, src->text, &cfile);
+  char *text = ht_source_with_line(src); /* the compiler reads a temporary copy */
+  ht_status s = text ? write_temp_source(dir, text, &cfile) : ht_error(HT_ERR_NOMEM, "out of memory");
+  free(text);
   int fd = s ? -1 : mkstemp(tmp_so);
   if (!s && fd < 0) s = ht_error(HT_ERR_IO, "%s: cannot create: %s", tmp_so, strerror(errno));
   if (fd >= 0) close(fd);

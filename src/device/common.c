@@ -130,6 +130,19 @@ void ht_first_error_line(const char *log, char *out, size_t len) {
   if (first) snprintf(out, len, "%.*s", (int)(first_end - first), first);
 }
 
+char *ht_source_with_line(const ht_source *src) {
+  if (!src->path || strpbrk(src->path, "\"\\\n")) return ht_strdup(src->text);
+  return ht_strfmt("#line 1 \"%s\"\n%s", src->path, src->text);
+}
+
+ht_status ht_compile_error(const char *path, const char *what, const char *log) {
+  char first[512];
+  ht_first_error_line(log, first, sizeof first);
+  const char *rest = log && *log ? log : NULL;
+  return ht_error(HT_ERR_COMPILE, "%s: %s: %s%s%s", path ? path : "kernel", what,
+                  first[0] ? first : "no compiler output", rest ? "\n" : "", rest ? rest : "");
+}
+
 /* ---- probing in a child process ---- */
 
 typedef struct probe_header {

@@ -168,10 +168,9 @@ ht_status ht_cuda_compile_ptx(const ht_source *src, const ht_defines *defs, cons
     r = nv->CompileProgram(prog, n, opts);
     *log = program_log(nv, prog);
     if (r != 0) {
-      char first[512];
-      ht_first_error_line(*log, first, sizeof first);
-      s = ht_error(HT_ERR_COMPILE, "%s: compile failed (%s): %s", name, nv->GetErrorString(r),
-                   first[0] ? first : "no compiler output");
+      char what[96];
+      snprintf(what, sizeof what, "compile failed (%s)", nv->GetErrorString(r));
+      s = ht_compile_error(name, what, *log);
     }
   }
   if (!s && !(*ptx = program_ptx(nv, prog))) s = ht_error(HT_ERR_COMPILE, "%s: NVRTC produced no PTX", name);

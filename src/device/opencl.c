@@ -339,18 +339,20 @@ static void save_binary(cl_program prog, const char *path) {
 static ht_status build_source(cl_impl *im, const ht_source *src, const char *options, cl_program *out,
                               ht_compile_info *info) {
   cl_int e = CL_SUCCESS;
-  const char *text = src->text;
+  char *lined = ht_source_with_line(src);
+  if (!lined) return ht_error(HT_ERR_NOMEM, "out of memory");
+  const char *text = lined;
   size_t len = strlen(text);
   cl_program prog = clCreateProgramWithSource(im->ctx, 1, &text, &len, &e);
+  free(lined);
   if (!prog) return cl_fail(HT_ERR_COMPILE, e, "clCreateProgramWithSource");
   e = clBuildProgram(prog, 1, &im->device, options, NULL, NULL);
   info->log = build_log(prog, im->device);
   if (e != CL_SUCCESS) {
-    char first[512];
-    ht_first_error_line(info->log, first, sizeof first);
+    char what[96];
+    snprintf(what, sizeof what, "build failed (%s)", cl_error_name(e));
     clReleaseProgram(prog);
-    return ht_error(HT_ERR_COMPILE, "%s: build failed (%s): %s", src->path ? src->path : "kernel", cl_error_name(e),
-                    first[0] ? first : "no build log");
+    return ht_compile_error(src->path, what, info->log);
   }
   *out = prog;
   return HT_OK;
