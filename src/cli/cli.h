@@ -9,23 +9,34 @@
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2 };
 
-/* A parsed command line: options (--name value / --name=value) and positional arguments. */
+enum { CLI_MAX_POSITIONAL = 16, CLI_MAX_OPTIONS = 64 };
+
+/* A parsed command line: options and positional arguments. */
 typedef struct cli_args {
+  const char *cmd; /* "tune", "model train": for messages */
   int n_pos;
-  const char *pos[16];
+  const char *pos[CLI_MAX_POSITIONAL];
   int n_opt;
-  const char *opt_name[64];
-  const char *opt_value[64]; /* NULL for flags */
+  const char *opt_name[CLI_MAX_OPTIONS];
+  const char *opt_value[CLI_MAX_OPTIONS]; /* NULL for flags */
+  char names[CLI_MAX_OPTIONS][40];        /* storage of opt_name */
 } cli_args;
 
-/* argv[0] is the command's name. flags: names of options that take no value, NULL-terminated. Unknown options are the caller's
- * to reject with cli_check_known. */
-int cli_parse(int argc, char **argv, const char *const *flags, cli_args *a);
+/* The one option parser of every command, with getopt_long's conventions: "--name value",
+ * "--name=value", flags without a value, "--" ends the options, "-" is a positional argument, and
+ * the short forms -n, -o, -q, -v of --n, --output, --quiet, --verbose where the command has them
+ * ("-n 5" or "-n5"). cmd names the command in messages ("model train"). known: every option the command
+ * takes (NULL-terminated); flags: those of them that take no value. An unknown option, a flag
+ * given a value or an option without its value is a usage error (printed; returns CLI_USAGE). */
+int cli_parse(int argc, char **argv, const char *cmd, const char *const *known, const char *const *flags,
+              cli_args *a);
 const char *cli_opt(const cli_args *a, const char *name);    /* last value or NULL */
 int cli_has(const cli_args *a, const char *name);
-int cli_check_known(const cli_args *a, const char *cmd, const char *const *known);
 int cli_wants_help(int argc, char **argv);
 int cli_fail(const char *what);                            /* prints "hetune: what: last error", returns 1 */
+/* cli_fail for a device that could not be opened: CLI_USAGE when the device is unknown or cannot
+ * run here (HT_ERR_NOTFOUND, HT_ERR_UNSUPPORTED), like an unknown strategy; CLI_ERROR otherwise. */
+int cli_fail_device(const char *what, ht_status st);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Option values parsed whole ("5x" is an error) and checked against a minimum: 0 or CLI_USAGE. */
 int cli_integer(const char *cmd, const char *name, const char *v, long long min, long long *out);
@@ -34,6 +45,9 @@ int cli_number(const char *cmd, const char *name, const char *v, double min_excl
 /* Loads SPEC and applies --size options. */
 int cli_load_spec(const cli_args *a, const char *path, ht_spec **out);
 const char *cli_db_path(const cli_args *a);
+/* A command's SPEC-or-KERNEL-NAME argument: an existing file is loaded as a spec (with --size
+ * applied) and *name is its kernel's name; anything else is a kernel name (*spec NULL). */
+int cli_kernel_arg(const cli_args *a, const char *cmd, const char *arg, ht_spec **spec, const char **name);
 const char *cli_default_device(const ht_spec *s); /* the first device of the spec's language */
 
 int cmd_devices(int argc, char **argv);

@@ -71,8 +71,7 @@ int cmd_bandwidth(int argc, char **argv) {
   cli_args a;
   double lo, hi;
   long long sweeps;
-  int rc = cli_parse(argc, argv, flags, &a);
-  if (!rc) rc = cli_check_known(&a, "bandwidth", known);
+  int rc = cli_parse(argc, argv, "bandwidth", known, flags, &a);
   if (!rc && a.n_pos) rc = cli_usage_error("bandwidth", "takes no positional arguments");
   if (!rc) rc = read_range(&a, &lo, &hi, &sweeps);
   if (rc) return rc;
@@ -82,7 +81,8 @@ int cmd_bandwidth(int argc, char **argv) {
     return fprintf(stderr, "hetune: bandwidth: cannot write %s: its folder is missing or read-only\n", out), CLI_ERROR;
   progress_ctx p = {cli_has(&a, "quiet"), (int)sweeps};
   ht_bandwidth_curve c;
-  if (ht_bandwidth_measure(device, lo, hi, (int)sweeps, NULL, progress, &p, &c)) return cli_fail("bandwidth");
+  ht_status st = ht_bandwidth_measure(device, lo, hi, (int)sweeps, NULL, progress, &p, &c);
+  if (st) return cli_fail_device("bandwidth", st);
   print_curve(device, &c);
   if (!out) return CLI_OK;
   char comment[256], when[32];

@@ -25,7 +25,11 @@ int cmd_devices(int argc, char **argv) {
          "backends that cannot run here say why.");
     return CLI_OK;
   }
-  if (argc > 1) return cli_usage_error("devices", "takes no arguments");
+  cli_args a;
+  static const char *const known[] = {NULL};
+  int rc = cli_parse(argc, argv, "devices", known, NULL, &a);
+  if (rc) return rc;
+  if (a.n_pos) return cli_usage_error("devices", "takes no arguments");
   ht_device_info *infos = NULL;
   int n = 0;
   ht_buf notes = {0};

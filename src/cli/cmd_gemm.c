@@ -471,8 +471,7 @@ int cmd_gemm(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
   cli_args a;
   gemm_cli g = {0};
-  int rc = cli_parse(argc, argv, flags, &a);
-  if (!rc) rc = cli_check_known(&a, "gemm", known);
+  int rc = cli_parse(argc, argv, "gemm", known, flags, &a);
   if (!rc) rc = parse_problem(&a, &g);
   if (!rc) rc = parse_tuning(&a, &g);
   if (rc) return rc;

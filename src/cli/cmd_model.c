@@ -182,8 +182,7 @@ static int model_train(int argc, char **argv) {
   }
   cli_args a;
   long long seed = 1;
-  int rc = cli_parse(argc, argv, NULL, &a);
-  if (!rc) rc = cli_check_known(&a, "model train", known);
+  int rc = cli_parse(argc, argv, "model train", known, NULL, &a);
   if (!rc && cli_opt(&a, "seed")) rc = cli_integer("model train", "--seed", cli_opt(&a, "seed"), 0, &seed);
   if (rc) return rc;
   const char *kind = cli_opt(&a, "kind") ? cli_opt(&a, "kind") : "gbt";
@@ -252,8 +251,7 @@ static int model_show(int argc, char **argv) {
     return CLI_OK;
   }
   cli_args a;
-  int rc = cli_parse(argc, argv, NULL, &a);
-  if (!rc) rc = cli_check_known(&a, "model show", known);
+  int rc = cli_parse(argc, argv, "model show", known, NULL, &a);
   if (rc) return rc;
   ht_store *st;
   if (ht_store_open_readonly(cli_db_path(&a), &st)) return cli_fail("model show");

@@ -323,8 +323,7 @@ int cmd_model_eval(int argc, char **argv) {
   }
   cli_args a;
   eval_settings e;
-  int rc = cli_parse(argc, argv, flags, &a);
-  if (!rc) rc = cli_check_known(&a, "model eval", known);
+  int rc = cli_parse(argc, argv, "model eval", known, flags, &a);
   if (!rc) rc = read_settings(&a, &e);
   if (rc) return rc;
   ht_spec *spec;

@@ -212,13 +212,14 @@ static void print_top(const top_ctx *t, long long n_top, const found_model *f) {
 static int predict_top(const cli_args *a, ht_spec *spec, ht_feature_set *fs, const found_model *f, long long n_top) {
   const char *dev_id = cli_opt(a, "device") ? cli_opt(a, "device") : f->device[0] ? f->device : cli_default_device(spec);
   ht_device *dev;
-  if (ht_device_open(dev_id, &dev)) return cli_fail("predict --top");
+  ht_status st = ht_device_open(dev_id, &dev);
+  if (st) return cli_fail_device("predict --top", st);
   top_ctx t = {.spec = spec, .fs = fs, .model = f->model};
   t.x = calloc((size_t)ht_features_count(fs) + 1, sizeof *t.x);
   t.params = calloc((size_t)spec->n_params + 1, sizeof *t.params);
   t.sizes = calloc((size_t)spec->n_sizes + 1, sizeof *t.sizes);
   for (int i = 0; t.sizes && i < spec->n_sizes; i++) t.sizes[i] = spec->size_values[i];
-  ht_status st = t.x && t.params && t.sizes ? ht_spec_build_space(spec, &dev->info, &t.space) : HT_ERR_NOMEM;
+  st = t.x && t.params && t.sizes ? ht_spec_build_space(spec, &dev->info, &t.space) : HT_ERR_NOMEM;
   if (!st) st = ht_space_enumerate(t.space, top_visit, &t);
   if (!st) st = t.st;
   int rc = st ? cli_fail("predict --top") : CLI_OK;
@@ -242,8 +243,7 @@ static int predict_main(int argc, char **argv, int by_name) {
   }
   cli_args a;
   long long top = 0;
-  int rc = cli_parse(argc, argv, NULL, &a);
-  if (!rc) rc = cli_check_known(&a, "predict", known);
+  int rc = cli_parse(argc, argv, "predict", known, NULL, &a);
   if (!rc && cli_opt(&a, "top")) rc = cli_integer("predict", "--top", cli_opt(&a, "top"), 1, &top);
   if (!rc && a.n_pos < 1) rc = cli_usage_error("predict", by_name ? "expected a model NAME" : "expected SPEC");
   if (!rc && !top && !cli_opt(&a, "config")) rc = cli_usage_error("predict", "expected --config A=1,B=2 or --top N");

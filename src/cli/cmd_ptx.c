@@ -114,8 +114,7 @@ int cmd_ptx(int argc, char **argv) {
   static const char *const flags[] = {"json", "eval-branches", NULL};
   if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
   cli_args a;
-  int rc = cli_parse(argc, argv, flags, &a);
-  if (!rc) rc = cli_check_known(&a, "ptx", known);
+  int rc = cli_parse(argc, argv, "ptx", known, flags, &a);
   if (rc) return rc;
   if (a.n_pos != 1) return cli_usage_error("ptx", "expected one FILE.cu or FILE.ptx (see hetune ptx --help)");
   ht_ptx_exec_options opts = {.default_trip = 1.0, .eval_branches = cli_has(&a, "eval-branches")};

@@ -89,8 +89,7 @@ int cmd_replay(int argc, char **argv) {
     return CLI_OK;
   }
   cli_args a;
-  int rc = cli_parse(argc, argv, flags, &a);
-  if (!rc) rc = cli_check_known(&a, "replay", known);
+  int rc = cli_parse(argc, argv, "replay", known, flags, &a);
   if (!rc && a.n_pos > 1) rc = cli_usage_error("replay", "expected one RECORD file");
   ht_replay_options o;
   if (!rc) rc = replay_options(&a, &o);
@@ -192,8 +191,7 @@ static int bench_parse(int argc, char **argv, bench *b) {
                                       "plot",       "aggregate", "no-strategy-time", "quiet", NULL};
   static const char *const flags[] = {"no-strategy-time", "quiet", NULL};
   cli_args a;
-  int rc = cli_parse(argc, argv, flags, &a);
-  if (!rc) rc = cli_check_known(&a, "strategy-bench", known);
+  int rc = cli_parse(argc, argv, "strategy-bench", known, flags, &a);
   if (rc) return rc;
   ht_score_options_default(&b->so);
   const char *v;

@@ -34,9 +34,10 @@ static int load_space(const cli_args *a, const char *path, ht_space **space) {
   ht_device_info info;
   const char *dev_id = cli_opt(a, "device") ? cli_opt(a, "device") : cli_default_device(spec);
   ht_device *dev;
-  if (ht_device_open(dev_id, &dev)) {
+  ht_status st = ht_device_open(dev_id, &dev);
+  if (st) {
     ht_spec_destroy(spec);
-    return cli_fail("");
+    return cli_fail_device("", st);
   }
   info = dev->info;
   ht_device_close(dev);
@@ -58,18 +59,12 @@ static int print_config(const ht_config *c, void *ctx) {
 /* Parses the command line; n is how many configs to print (-1 = all). */
 static int parse_space_args(int argc, char **argv, cli_args *a, long long *n, long long *seed) {
   static const char *const known[] = {"device", "size", "n", "seed", NULL};
-  int rc = cli_parse(argc, argv, NULL, a);
-  for (int i = 0; !rc && i < a->n_pos; i++) /* accept -n N */
-    if (strcmp(a->pos[i], "-n") == 0 && i + 1 < a->n_pos) {
-      a->opt_name[a->n_opt] = "n";
-      a->opt_value[a->n_opt++] = a->pos[i + 1];
-      memmove(&a->pos[i], &a->pos[i + 2], sizeof(char *) * (size_t)(a->n_pos - i - 2));
-      a->n_pos -= 2;
-    }
-  if (!rc) rc = cli_check_known(a, "space", known);
+  int rc = cli_parse(argc, argv, "space", known, NULL, a);
   const char *sub = a->n_pos ? a->pos[0] : "";
-  if (!rc && (a->n_pos != 2 || (strcmp(sub, "count") && strcmp(sub, "sample") && strcmp(sub, "list"))))
+  if (!rc && strcmp(sub, "count") && strcmp(sub, "sample") && strcmp(sub, "list"))
     rc = cli_usage_error("space", "expected count, sample or list, then a SPEC file");
+  else if (!rc && a->n_pos != 2)
+    rc = cli_usage_error("space", "%s: expected one SPEC file (see hetune space --help)", sub);
   *n = strcmp(sub, "sample") == 0 ? 10 : -1;
   *seed = 1;
   if (!rc && cli_opt(a, "n")) rc = cli_integer("space", "-n", cli_opt(a, "n"), 1, n);

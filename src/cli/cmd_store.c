@@ -127,51 +127,61 @@ static void print_best(const row_group *g, const ht_result *res) {
   printf("\n");
 }
 
+/* Prints the fastest group of each problem (in first-seen order); 0 or CLI_ERROR. */
+static int print_best_per_problem(ht_store *st, const ht_eval_filter *f, best_ctx *b, row_group *g, int n_groups) {
+  for (int i = 0; i < n_groups; i++) {
+    int first = 1, best = i;
+    for (int j = 0; j < n_groups; j++)
+      if (strcmp(g[j].near->problem, g[i].near->problem) == 0) {
+        if (j < i) first = 0;
+        if (g[j].median < g[best].median || (g[j].median == g[best].median && j < best)) best = j;
+      }
+    if (!first) continue;
+    b->want_id = g[best].near->eval_id;
+    if (ht_store_each_eval(st, f, fetch_result, b)) return cli_fail("best");
+    print_best(&g[best], &b->result);
+  }
+  return CLI_OK;
+}
+
 int cmd_best(int argc, char **argv) {
   static const char *const known[] = {"device", "size", "db", NULL};
   if (cli_wants_help(argc, argv)) {
-    puts("usage: hetune best SPEC [--device D] [--size K=V]... [--db FILE]\n\n"
-         "Prints the fastest stored config of SPEC for its problem sizes (and device, if given). A config\n"
-         "measured more than once (tune --no-reuse, several sessions) counts with the median of its\n"
-         "measurements.");
+    puts("usage: hetune best SPEC|KERNEL-NAME [--device D] [--size K=V]... [--db FILE]\n\n"
+         "Prints the fastest stored config of SPEC for its problem sizes (and device, if given), or of the\n"
+         "kernel named KERNEL-NAME for each problem size stored. A config measured more than once (tune\n"
+         "--no-reuse, several sessions) counts with the median of its measurements.");
     return CLI_OK;
   }
   cli_args a;
-  int rc = cli_parse(argc, argv, NULL, &a);
-  if (!rc) rc = cli_check_known(&a, "best", known);
-  if (!rc && a.n_pos != 1) rc = cli_usage_error("best", "expected one SPEC file");
+  int rc = cli_parse(argc, argv, "best", known, NULL, &a);
+  if (!rc && a.n_pos != 1) rc = cli_usage_error("best", "expected one SPEC file or kernel name");
   if (rc) return rc;
   ht_spec *spec;
   ht_store *st;
-  if ((rc = cli_load_spec(&a, a.pos[0], &spec))) return rc;
+  const char *name;
+  if ((rc = cli_kernel_arg(&a, "best", a.pos[0], &spec, &name))) return rc;
   if ((rc = open_readonly(&a, &st))) {
     ht_spec_destroy(spec);
     return rc;
   }
   char problem[512];
-  ht_spec_problem_key(spec, problem, sizeof problem);
-  ht_eval_filter f = {spec->name, cli_opt(&a, "device"), problem, 1};
+  if (spec) ht_spec_problem_key(spec, problem, sizeof problem);
+  ht_eval_filter f = {name, cli_opt(&a, "device"), spec ? problem : NULL, 1};
   best_ctx *b = calloc(1, sizeof *b);
   row_group *g = NULL;
   int n_groups = 0;
   if (!b) rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));
   else {
-    b->source_hash = spec->source_hash;
+    b->source_hash = spec ? spec->source_hash : NULL;
     if (ht_store_each_eval(st, &f, collect_rows, b)) rc = cli_fail("best");
     else if (b->failed || !(g = group_rows(b, &n_groups)))
       rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));
     else if (n_groups == 0) {
-      fprintf(stderr, "hetune best: no successful evaluation of %s for %s%s%s in %s\n", spec->name, problem,
-              f.device_id ? " on " : "", f.device_id ? f.device_id : "", cli_db_path(&a));
+      fprintf(stderr, "hetune best: no successful evaluation of %s%s%s%s%s in %s\n", name, spec ? " for " : "",
+              spec ? problem : "", f.device_id ? " on " : "", f.device_id ? f.device_id : "", cli_db_path(&a));
       rc = CLI_ERROR;
-    } else {
-      const row_group *best = &g[0]; /* the first of equal medians, in (device, config) order */
-      for (int i = 1; i < n_groups; i++)
-        if (g[i].median < best->median) best = &g[i];
-      b->want_id = best->near->eval_id;
-      if (ht_store_each_eval(st, &f, fetch_result, b)) rc = cli_fail("best");
-      else print_best(best, &b->result);
-    }
+    } else rc = print_best_per_problem(st, &f, b, g, n_groups);
     free(g);
     best_free(b);
   }
@@ -194,21 +204,27 @@ static int print_session(const ht_session_record *s, void *ctx) {
 int cmd_show(int argc, char **argv) {
   static const char *const known[] = {"db", "device", NULL};
   if (cli_wants_help(argc, argv)) {
-    puts("usage: hetune show [KERNEL-NAME] [--device D] [--db FILE]\n\n"
-         "Lists the tuning sessions in the database; with a kernel name, also its ten fastest configs.");
+    puts("usage: hetune show [SPEC|KERNEL-NAME] [--device D] [--db FILE]\n\n"
+         "Lists the tuning sessions in the database; with a spec file or a kernel name, also the kernel's\n"
+         "ten fastest configs.");
     return CLI_OK;
   }
   cli_args a;
-  int rc = cli_parse(argc, argv, NULL, &a);
-  if (!rc) rc = cli_check_known(&a, "show", known);
-  if (!rc && a.n_pos > 1) rc = cli_usage_error("show", "expected at most one kernel name");
+  int rc = cli_parse(argc, argv, "show", known, NULL, &a);
+  if (!rc && a.n_pos > 1) rc = cli_usage_error("show", "expected at most one SPEC file or kernel name");
+  ht_spec *spec = NULL;
+  const char *name = NULL;
+  if (!rc && a.n_pos == 1) rc = cli_kernel_arg(&a, "show", a.pos[0], &spec, &name);
   ht_store *st;
-  if (rc || (rc = open_readonly(&a, &st))) return rc;
+  if (rc || (rc = open_readonly(&a, &st))) {
+    ht_spec_destroy(spec);
+    return rc;
+  }
   printf("%5s  %-20s %-12s %-28s %-12s %-11s %6s  %s\n", "id", "kernel", "device", "problem", "strategy", "status",
          "evals", "best");
   if (ht_store_each_session(st, print_session, NULL)) rc = cli_fail("show");
   if (!rc && a.n_pos == 1) {
-    ht_eval_filter f = {a.pos[0], cli_opt(&a, "device"), NULL, 1};
+    ht_eval_filter f = {name, cli_opt(&a, "device"), NULL, 1};
     best_ctx *b = calloc(1, sizeof *b);
     row_group *g = NULL;
     int n_groups = 0;
@@ -218,7 +234,7 @@ int cmd_show(int argc, char **argv) {
       rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("show"));
     else {
       qsort(g, (size_t)n_groups, sizeof *g, cmp_group_median);
-      printf("\nfastest configs of %s (a config measured more than once: the median, and how often):\n", a.pos[0]);
+      printf("\nfastest configs of %s (a config measured more than once: the median, and how often):\n", name);
       for (int i = 0; i < n_groups && i < 10; i++) {
         printf("  %10.4g ms  %-12s %-24s %s", g[i].median * 1e3, g[i].near->device, g[i].near->problem,
                g[i].near->config);
@@ -231,6 +247,7 @@ int cmd_show(int argc, char **argv) {
     if (b) best_free(b);
   }
   ht_store_close(st);
+  ht_spec_destroy(spec);
   return rc;
 }
 
@@ -246,8 +263,7 @@ int cmd_export(int argc, char **argv) {
     return CLI_OK;
   }
   cli_args a;
-  int rc = cli_parse(argc, argv, flags, &a);
-  if (!rc) rc = cli_check_known(&a, "export", known);
+  int rc = cli_parse(argc, argv, "export", known, flags, &a);
   const char *format = cli_opt(&a, "format");
   if (!rc && (!format || (strcmp(format, "csv") && strcmp(format, "t4"))))
     rc = cli_usage_error("export", "--format must be csv or t4");

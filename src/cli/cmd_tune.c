@@ -15,7 +15,7 @@ static const char *help =
   "Configs already in the database are reused, not measured again.\n"
   "\n"
   "  --device D        device id: c, opencl, opencl:P:D, cuda, cuda:N (default: by the spec's language)\n"
-  "  --strategy S      search strategy, listed below (default random)\n"
+  "  --strategy S      search strategy, listed below (default auto)\n"
   "  --options K=V,..  strategy options\n"
   "  --budget N|all    evaluate at most N configs (default: all for brute_force, 100 otherwise)\n"
   "  --time S          stop after S seconds\n"
@@ -32,7 +32,13 @@ static const char *help =
   "                    2), every round in a fresh worker process; the best is the lowest median\n"
   "  --confirm-runs R  how often --confirm measures each config again (default 2)\n"
   "  --in-process      no worker process (faster, but a crashing kernel ends the run)\n"
-  "  --quiet           no progress output\n";
+  "  -q, --quiet       no progress output\n"
+  "  -v, --verbose     print each failed evaluation's whole reason (compiler output, mismatch, signal)\n"
+  "\n"
+  "Each failed evaluation's progress line carries the first line of its reason. Exit status: 0 when a\n"
+  "config succeeded, 1 when none did or on an error, 2 for a bad command line or an unknown or\n"
+  "unavailable device, 130 when stopped by Ctrl-C (every finished evaluation is stored; a second\n"
+  "Ctrl-C leaves at once).\n";
 
 enum { DEFAULT_BUDGET = 100 };
 
@@ -45,8 +51,10 @@ static void on_sigint(int sig) {
 }
 
 typedef struct progress_ctx {
-  int tty, quiet;
+  int tty, quiet, verbose;
   const ht_spec *spec;
+  int64_t by_status[HT_EVAL_CONSTRAINTS + 1]; /* evaluations seen, by status */
+  char first_failure[2048];                   /* "config: status: first line of its reason" */
 } progress_ctx;
 
 static void fmt_time(double s, char *buf, size_t len) {
@@ -56,27 +64,50 @@ static void fmt_time(double s, char *buf, size_t len) {
   else snprintf(buf, len, "%.3f s", s);
 }
 
+/* A failed evaluation's status and the first line of its reason: "compile: gemm.c:12: error: ...". */
+static void fmt_failure(const ht_result *r, char *buf, size_t len) {
+  size_t first = strcspn(r->message, "\n");
+  snprintf(buf, len, "%s%s%.*s", ht_eval_status_name(r->status), first ? ": " : "", (int)first, r->message);
+}
+
+/* With -v a failure's whole reason follows its line, indented. */
+static void print_reason(const ht_result *r) {
+  const char *m = r->message;
+  m += strcspn(m, "\n");
+  while (*m == '\n') {
+    m++;
+    size_t n = strcspn(m, "\n");
+    if (n) fprintf(stderr, "    %.*s\n", (int)n, m);
+    m += n;
+  }
+}
+
 static void show_progress(const ht_tune_progress *p, void *ctx) {
   progress_ctx *pc = ctx;
+  const ht_result *r = p->last;
+  char best[32], last[640], budget[32];
+  pc->by_status[r->status]++;
+  if (r->status == HT_EVAL_OK) fmt_time(r->time_s, last, sizeof last);
+  else fmt_failure(r, last, sizeof last);
+  if (r->status != HT_EVAL_OK && !pc->first_failure[0])
+    snprintf(pc->first_failure, sizeof pc->first_failure, "%s: %s", p->last_config, last);
   if (pc->quiet) return;
-  char best[32], last[32], budget[32];
   fmt_time(p->best_time_s, best, sizeof best);
-  fmt_time(p->last->time_s, last, sizeof last);
   int64_t total = p->budget_evals > 0 && (uint64_t)p->budget_evals < p->space_size ? p->budget_evals
                                                                                   : (int64_t)p->space_size;
   snprintf(budget, sizeof budget, "%lld", (long long)total);
-  if (p->confirm_total > 0) {
-    fprintf(stderr, "%s[confirm %lld/%lld] %s: %s%s", pc->tty ? "\r\033[K" : "", (long long)p->confirm_done,
-            (long long)p->confirm_total, p->last_config,
-            p->last->status == HT_EVAL_OK ? last : ht_eval_status_name(p->last->status), pc->tty ? "" : "\n");
-  } else if (pc->tty) {
-    fprintf(stderr, "\r\033[K[%lld/%s] best %s  failures %lld  reused %lld  %.0fs", (long long)p->done, budget, best,
+  const char *clear = pc->tty ? "\r\033[K" : "";
+  const int ok_line = !pc->tty && r->status == HT_EVAL_OK; /* a failure line is long enough */
+  if (p->confirm_total > 0)
+    fprintf(stderr, "%s[confirm %lld/%lld] %s: %s\n", clear, (long long)p->confirm_done, (long long)p->confirm_total,
+            p->last_config, last);
+  else if (!pc->tty || r->status != HT_EVAL_OK) /* on a terminal, failures keep their line */
+    fprintf(stderr, "%s[%lld/%s] %s: %s%s%s%s%s\n", clear, (long long)p->done, budget, p->last_config, last,
+            p->last_reused ? ", stored" : "", ok_line ? " (best " : "", ok_line ? best : "", ok_line ? ")" : "");
+  if (pc->verbose && r->status != HT_EVAL_OK) print_reason(r);
+  if (pc->tty && p->confirm_total == 0)
+    fprintf(stderr, "[%lld/%s] best %s  failures %lld  reused %lld  %.0fs", (long long)p->done, budget, best,
             (long long)p->failures, (long long)p->reused, p->elapsed_s);
-  } else {
-    fprintf(stderr, "[%lld/%s] %s: %s%s (best %s)\n", (long long)p->done, budget, p->last_config,
-            p->last->status == HT_EVAL_OK ? last : ht_eval_status_name(p->last->status),
-            p->last_reused ? ", stored" : "", best);
-  }
   fflush(stderr);
 }
 
@@ -127,12 +158,25 @@ static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
   return rc;
 }
 
-static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const char *db) {
-  char t[32];
+/* "5 compile, 2 correctness" */
+static void fmt_failure_counts(const progress_ctx *pc, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int st = HT_EVAL_OK + 1; st <= HT_EVAL_CONSTRAINTS && at < len; st++)
+    if (pc->by_status[st])
+      at += (size_t)snprintf(buf + at, len - at, "%s%lld %s", at ? ", " : "", (long long)pc->by_status[st],
+                             ht_eval_status_name((ht_eval_status)st));
+}
+
+static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const progress_ctx *pc,
+                          const ht_runner_options *ro, const char *db) {
+  char t[32], fails[160];
+  fmt_failure_counts(pc, fails, sizeof fails);
   printf("tuned %s on %s (%s) for %s\n", spec->name, s->device.id, s->device.name, s->problem);
-  printf("  space: %llu valid configs; evaluated %lld (measured %lld, reused %lld), %lld failed, in %.1f s%s\n",
+  printf("  space: %llu valid configs; evaluated %lld (measured %lld, reused %lld), %lld failed%s%s%s, in %.1f s%s\n",
          (unsigned long long)s->space_size, (long long)(s->measured + s->reused), (long long)s->measured,
-         (long long)s->reused, (long long)s->failures, s->elapsed_s, s->interrupted ? " (interrupted)" : "");
+         (long long)s->reused, (long long)s->failures, fails[0] ? " (" : "", fails, fails[0] ? ")" : "", s->elapsed_s,
+         s->interrupted ? " (interrupted)" : "");
   if (s->confirmed) printf("  confirmed: %lld more measurements of the fastest configs\n", (long long)s->confirmed);
   if (!s->found) {
     printf("  no config succeeded\n");
@@ -144,15 +188,33 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const c
     printf("  time: %s (median of %d measurements, each in its own worker process)", t, s->best_measurements);
   else printf("  time: %s (median of %d runs, rsd %.1f%%)", t, s->best.n_samples, s->best.rsd * 100);
   for (int i = 0; i < s->best.n_metrics; i++) printf("  %s: %.4g", s->best.metrics[i].name, s->best.metrics[i].value);
-  printf("\n  stored in %s (session %lld)\n", db, (long long)s->session_id);
+  printf("\n");
+  if (s->best_measurements <= 1 && s->best.rsd > ro->rsd_target)
+    printf("  warning: the best time's rsd %.1f%% stayed above the %.0f%% target (noisy device, or too few runs):\n"
+           "           rank it again with --confirm 3, or raise --max-runs\n",
+           s->best.rsd * 100, ro->rsd_target * 100);
+  printf("  stored in %s (session %lld)\n", db, (long long)s->session_id);
+}
+
+/* 0: a config succeeded; 1: none did, or an error; 2: an unknown or unavailable device; 130: stopped
+ * by Ctrl-C (what was measured is stored). */
+static int tune_exit_code(ht_status st, const ht_tune_summary *sum, const progress_ctx *pc, const char *spec_path) {
+  if (stop_requested) return 130;
+  if (st) return cli_fail_device(spec_path, st);
+  if (sum->found) return CLI_OK;
+  if (pc->first_failure[0])
+    fprintf(stderr, "hetune tune: no config succeeded; the first failure was %s%s\n", pc->first_failure,
+            pc->verbose ? "" : " (-v prints each failure's whole reason; hetune export has them all)");
+  else fprintf(stderr, "hetune tune: no config was evaluated\n");
+  return CLI_ERROR;
 }
 
 int cmd_tune(int argc, char **argv) {
-  static const char *const flags[] = {"no-reuse", "in-process", "quiet", NULL};
+  static const char *const flags[] = {"no-reuse", "in-process", "quiet", "verbose", NULL};
   static const char *const known[] = {"device",  "strategy", "options", "budget",   "time",         "seed",
                                       "size",    "db",       "timeout", "warmup",   "min-runs",     "max-runs",
                                       "rsd",     "confirm",  "no-reuse", "quiet",   "confirm-runs", "in-process",
-                                      NULL};
+                                      "verbose", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(help, stdout);
     puts("\nstrategies (options and defaults: docs/strategies.md):");
@@ -163,8 +225,7 @@ int cmd_tune(int argc, char **argv) {
   cli_args a;
   ht_tune_options to;
   ht_runner_options ro;
-  int rc = cli_parse(argc, argv, flags, &a);
-  if (!rc) rc = cli_check_known(&a, "tune", known);
+  int rc = cli_parse(argc, argv, "tune", known, flags, &a);
   if (!rc && a.n_pos != 1) rc = cli_usage_error("tune", "expected one SPEC file (see hetune tune --help)");
   if (!rc) rc = parse_tune_options(&a, &to);
   if (!rc) rc = parse_runner_options(&a, &ro);
@@ -177,7 +238,7 @@ int cmd_tune(int argc, char **argv) {
     ht_spec_destroy(spec);
     return cli_fail("");
   }
-  progress_ctx pc = {isatty(2), cli_has(&a, "quiet"), spec};
+  progress_ctx pc = {.tty = isatty(2), .quiet = cli_has(&a, "quiet"), .verbose = cli_has(&a, "verbose"), .spec = spec};
   to.progress = show_progress;
   to.progress_ctx = &pc;
   signal(SIGINT, on_sigint);
@@ -185,8 +246,8 @@ int cmd_tune(int argc, char **argv) {
   ht_tune_summary *sum = malloc(sizeof *sum);
   ht_status st = sum ? ht_tune(spec, device, store, &to, &ro, sum) : ht_error(HT_ERR_NOMEM, "out of memory");
   if (pc.tty && !pc.quiet) fputc('\n', stderr);
-  if (st) rc = cli_fail(a.pos[0]);
-  else print_summary(spec, sum, db);
+  if (!st) print_summary(spec, sum, &pc, &ro, db);
+  rc = tune_exit_code(st, sum, &pc, a.pos[0]);
   free(sum);
   ht_store_close(store);
   ht_spec_destroy(spec);

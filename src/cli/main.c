@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 
@@ -28,30 +29,91 @@ static const char *usage =
   "\n"
   "Run 'hetune COMMAND --help' for a command's options.\n";
 
-int cli_parse(int argc, char **argv, const char *const *flags, cli_args *a) {
+/* Short options stand for these long ones, where the command has the long one. */
+static const struct {
+  char c;
+  const char *name;
+} short_options[] = {{'n', "n"}, {'o', "output"}, {'q', "quiet"}, {'v', "verbose"}};
+
+static int in_list(const char *const *list, const char *name, size_t len) {
+  for (int i = 0; list && list[i]; i++)
+    if (strlen(list[i]) == len && strncmp(list[i], name, len) == 0) return 1;
+  return 0;
+}
+
+/* "-n" -> "n" when the command knows the long form, else NULL. */
+static const char *short_to_long(char c, const char *const *known) {
+  for (size_t i = 0; i < sizeof short_options / sizeof short_options[0]; i++)
+    if (short_options[i].c == c && in_list(known, short_options[i].name, strlen(short_options[i].name)))
+      return short_options[i].name;
+  return NULL;
+}
+
+static int add_option(cli_args *a, const char *name, size_t len, const char *value) {
+  if (a->n_opt == CLI_MAX_OPTIONS) return cli_usage_error(a->cmd, "too many options");
+  snprintf(a->names[a->n_opt], sizeof a->names[0], "%.*s", (int)len, name);
+  a->opt_name[a->n_opt] = a->names[a->n_opt];
+  a->opt_value[a->n_opt++] = value;
+  return CLI_OK;
+}
+
+/* A value-taking option's value: attached ("--x=v", "-nV") or the next argument, which may start
+ * with '-' (a negative number) but not with "--" (another option: the value was forgotten). */
+static int take_value(int argc, char **argv, int *i, const char *cmd, const char *attached, const char *shown,
+                      const char **value) {
+  if (attached) {
+    *value = attached;
+    return CLI_OK;
+  }
+  if (*i + 1 >= argc || (strncmp(argv[*i + 1], "--", 2) == 0 && argv[*i + 1][2]))
+    return cli_usage_error(cmd, "option %s needs a value", shown);
+  *value = argv[++*i];
+  return CLI_OK;
+}
+
+static int parse_long(int argc, char **argv, int *i, const char *const *known, const char *const *flags,
+                      cli_args *a) {
+  const char *name = argv[*i] + 2, *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+  if (!in_list(known, name, len) || len >= sizeof a->names[0])
+    return cli_usage_error(a->cmd, "unknown option --%.*s (see hetune %s --help)", (int)len, name, a->cmd);
+  if (in_list(flags, name, len)) {
+    if (eq) return cli_usage_error(a->cmd, "option --%.*s takes no value", (int)len, name);
+    return add_option(a, name, len, NULL);
+  }
+  const char *value;
+  int rc = take_value(argc, argv, i, a->cmd, eq ? eq + 1 : NULL, argv[*i], &value);
+  return rc ? rc : add_option(a, name, len, value);
+}
+
+static int parse_short(int argc, char **argv, int *i, const char *const *known, const char *const *flags,
+                       cli_args *a) {
+  const char *arg = argv[*i], *name = short_to_long(arg[1], known);
+  if (!name) return cli_usage_error(a->cmd, "unknown option %.2s (see hetune %s --help)", arg, a->cmd);
+  if (in_list(flags, name, strlen(name))) {
+    if (arg[2]) return cli_usage_error(a->cmd, "option %.2s takes no value", arg);
+    return add_option(a, name, strlen(name), NULL);
+  }
+  char shown[3] = {'-', arg[1], 0};
+  const char *value;
+  int rc = take_value(argc, argv, i, a->cmd, arg[2] ? arg + 2 : NULL, shown, &value);
+  return rc ? rc : add_option(a, name, strlen(name), value);
+}
+
+int cli_parse(int argc, char **argv, const char *cmd, const char *const *known, const char *const *flags, cli_args *a) {
   memset(a, 0, sizeof *a);
+  a->cmd = cmd;
+  int only_positional = 0;
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
-    if (strncmp(s, "--", 2) != 0 || strlen(s) == 2) {
-      if (a->n_pos == 16) return cli_usage_error(argv[0], "too many arguments");
+    int rc = CLI_OK;
+    if (!only_positional && strcmp(s, "--") == 0) only_positional = 1;
+    else if (only_positional || s[0] != '-' || s[1] == '\0') {
+      if (a->n_pos == CLI_MAX_POSITIONAL) return cli_usage_error(cmd, "too many arguments");
       a->pos[a->n_pos++] = s;
-      continue;
-    }
-    if (a->n_opt == 64) return cli_usage_error(argv[0], "too many options");
-    const char *eq = strchr(s, '=');
-    int is_flag = 0;
-    for (int f = 0; flags && flags[f]; f++) is_flag |= strcmp(s + 2, flags[f]) == 0;
-    if (eq) {
-      a->opt_name[a->n_opt] = strndup(s + 2, (size_t)(eq - s - 2));
-      a->opt_value[a->n_opt++] = eq + 1;
-    } else if (is_flag) {
-      a->opt_name[a->n_opt] = s + 2;
-      a->opt_value[a->n_opt++] = NULL;
-    } else {
-      if (i + 1 >= argc) return cli_usage_error(argv[0], "option %s needs a value", s);
-      a->opt_name[a->n_opt] = s + 2;
-      a->opt_value[a->n_opt++] = argv[++i];
-    }
+    } else if (s[1] == '-') rc = parse_long(argc, argv, &i, known, flags, a);
+    else rc = parse_short(argc, argv, &i, known, flags, a);
+    if (rc) return rc;
   }
   return CLI_OK;
 }
@@ -69,17 +131,8 @@ int cli_has(const cli_args *a, const char *name) {
   return 0;
 }
 
-int cli_check_known(const cli_args *a, const char *cmd, const char *const *known) {
-  for (int i = 0; i < a->n_opt; i++) {
-    int ok = 0;
-    for (int k = 0; known[k]; k++) ok |= strcmp(a->opt_name[i], known[k]) == 0;
-    if (!ok) return cli_usage_error(cmd, "unknown option --%s (see hetune %s --help)", a->opt_name[i], cmd);
-  }
-  return CLI_OK;
-}
-
 int cli_wants_help(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
   return 0;
 }
@@ -87,6 +140,11 @@ int cli_wants_help(int argc, char **argv) {
 int cli_fail(const char *what) {
   fprintf(stderr, "hetune: %s%s%s\n", what ? what : "", what && *what ? ": " : "", ht_last_error());
   return CLI_ERROR;
+}
+
+int cli_fail_device(const char *what, ht_status st) {
+  int rc = cli_fail(what);
+  return st == HT_ERR_NOTFOUND || st == HT_ERR_UNSUPPORTED ? CLI_USAGE : rc;
 }
 
 int cli_integer(const char *cmd, const char *name, const char *v, long long min, long long *out) {
@@ -125,6 +183,20 @@ int cli_load_spec(const cli_args *a, const char *path, ht_spec **out) {
       cli_fail("");
       return CLI_USAGE; /* a bad --size is a bad command line, whatever the spec holds */
     }
+  return CLI_OK;
+}
+
+int cli_kernel_arg(const cli_args *a, const char *cmd, const char *arg, ht_spec **spec, const char **name) {
+  *spec = NULL;
+  *name = arg;
+  struct stat sb;
+  if (stat(arg, &sb) == 0 || strchr(arg, '/') || strstr(arg, ".json")) { /* a file, or meant as one */
+    int rc = cli_load_spec(a, arg, spec);
+    if (!rc) *name = (*spec)->name;
+    return rc;
+  }
+  if (cli_has(a, "size"))
+    return cli_usage_error(cmd, "--size needs a SPEC file (it names the sizes), not the kernel name %s", arg);
   return CLI_OK;
 }
 
