@@ -64,7 +64,7 @@ typedef struct ht_tune_progress {
 typedef void (*ht_tune_progress_fn)(const ht_tune_progress *p, void *ctx);
 
 typedef struct ht_tune_options {
-  const char *strategy;         /* default "random" */
+  const char *strategy;         /* default "auto" */
   const char *strategy_options; /* "key=value,..." */
   uint64_t seed;
   int64_t budget_evals;         /* 0 = no limit */

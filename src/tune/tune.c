@@ -11,7 +11,7 @@
 
 void ht_tune_options_default(ht_tune_options *o) {
   memset(o, 0, sizeof *o);
-  o->strategy = "random";
+  o->strategy = "auto";
   o->seed = 1;
   o->confirm_runs = 2;
 }

@@ -1,0 +1,272 @@
+/* hetune tune's outcome as a user sees it: a failed evaluation's line carries its reason, -v
+ * prints it whole, the exit code says whether a config succeeded (0), none did (1), the command
+ * line or device was wrong (2) or Ctrl-C stopped the run (130, with what was measured stored), a
+ * noisy best time is flagged, and best / show take a spec file or a kernel name alike. */
+#define _GNU_SOURCE /* nftw */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include "cli_test_util.h"
+
+static char dir[64];
+static char path_buf[320];
+
+static const char *in_dir(const char *name) {
+  snprintf(path_buf, sizeof path_buf, "%s/%s", dir, name);
+  return path_buf;
+}
+
+static void write_text(const char *name, const char *text) {
+  FILE *fp = fopen(in_dir(name), "w");
+  assert_non_null(fp);
+  fputs(text, fp);
+  assert_int_equal(fclose(fp), 0);
+}
+
+/* NAME.json: kernel ENTRY of SOURCE, one float output of N elements, parameter U, reference ref.c */
+static void write_spec(const char *name, const char *kernel, const char *source, const char *params) {
+  char text[2048], file[96];
+  snprintf(text, sizeof text,
+           "{\n  \"name\": \"%s\",\n  \"language\": \"c\",\n  \"source\": \"%s\",\n  \"entry\": \"k\",\n"
+           "  \"sizes\": {\"N\": 1024},\n"
+           "  \"arguments\": [{\"name\": \"o\", \"type\": \"float\", \"buffer\": \"N\", \"access\": \"write\"},\n"
+           "                {\"name\": \"a\", \"type\": \"float\", \"buffer\": \"N\"},\n"
+           "                {\"name\": \"n\", \"type\": \"int32\", \"value\": \"N\"}],\n"
+           "  \"parameters\": %s,\n"
+           "  \"reference\": {\"language\": \"c\", \"source\": \"ref.c\", \"entry\": \"kref\"}\n}\n",
+           kernel, source, params);
+  snprintf(file, sizeof file, "%s.json", name);
+  write_text(file, text);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/ht_cli_tune_XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  write_text("ref.c", "void kref(float *o, const float *a, int n){for(int i=0;i<n;i++)o[i]=a[i]*2;}\n");
+  write_text("good.c", "void k(float *o, const float *a, int n){for(int i=0;i<n;i++)o[i]=a[i]*U;}\n");
+  write_text("broken.c", "void k(float *o, const float *a, int n){ o[0] = undeclared_name; }\n");
+  /* about 50 ms per call, so a run of a few configs lasts long enough to be interrupted */
+  write_text("slow.c", "#include <time.h>\n"
+                       "void k(float *o, const float *a, int n){struct timespec t = {0, 50000000}; nanosleep(&t, 0);\n"
+                       "  for(int i=0;i<n;i++)o[i]=a[i]*2;}\n");
+  /* every other call sleeps 30 ms longer: its times cannot reach a 10% relative standard deviation */
+  write_text("noisy.c", "#include <time.h>\n"
+                        "void k(float *o, const float *a, int n){static int c; struct timespec t = {0, c++ % 2 ? "
+                        "31000000 : 1000000}; nanosleep(&t, 0);\n  for(int i=0;i<n;i++)o[i]=a[i]*2;}\n");
+  write_spec("good", "kgood", "good.c", "{\"U\": [1, 2, 3]}");
+  write_spec("broken", "kbroken", "broken.c", "{\"U\": [1, 2]}");
+  write_spec("slow", "kslow", "slow.c", "{\"U\": {\"range\": [1, 40]}}");
+  write_spec("noisy", "knoisy", "noisy.c", "{\"U\": [1]}");
+  return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(p);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  return 0;
+}
+
+static const char *db_path(const char *tag) {
+  static char db[2][320];
+  static int which;
+  which ^= 1;
+  snprintf(db[which], sizeof db[which], "%s/%s.db", dir, tag);
+  return db[which];
+}
+
+static const char *spec_path(const char *name) {
+  static char p[2][320];
+  static int which;
+  which ^= 1;
+  snprintf(p[which], sizeof p[which], "%s/%s.json", dir, name);
+  return p[which];
+}
+
+static int64_t count_rows(const char *db, const char *sql) {
+  sqlite3 *h;
+  sqlite3_stmt *q;
+  int64_t n = -1;
+  assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  if (sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+    n = sqlite3_column_int64(q, 0);
+  sqlite3_finalize(q);
+  sqlite3_close(h);
+  return n;
+}
+
+/* ---- failures you can read, and the exit code when nothing succeeded ---- */
+
+static void test_failure_lines_and_exit_1(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  const char *spec = spec_path("broken"), *db = db_path("broken");
+  run(r, "tune", spec, "--db", db);
+  if (r->rc != 1) fail_msg("a spec whose every config fails: exit %d\n%s", r->rc, r->err);
+  /* each progress line names the failure and the compiler's first line, naming the user's source */
+  if (!strstr(r->err, "U=1: compile: ") || !strstr(r->err, "undeclared_name"))
+    fail_msg("progress lines lack the compiler message:\n%s", r->err);
+  if (!strstr(r->err, "no config succeeded; the first failure was U=") || !strstr(r->out, "2 failed (2 compile)"))
+    fail_msg("summary:\n%s\n%s", r->out, r->err);
+  /* quiet: the summary, and one error line with the first failure's reason; exit 1 also when reused */
+  run(r, "tune", spec, "--db", db, "--quiet");
+  const char *nl = strchr(r->err, '\n');
+  if (r->rc != 1 || !nl || nl[1] || !strstr(r->err, "no config succeeded") || !strstr(r->err, "undeclared_name") ||
+      !strstr(r->out, "(measured 0, reused 2), 2 failed (2 compile)"))
+    fail_msg("tune --quiet, every config failing and stored: exit %d\n%s\n%s", r->rc, r->out, r->err);
+  free(r);
+}
+
+/* A kernel whose output is wrong: the line says which element and what was expected. */
+static void test_correctness_reason(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  run(r, "tune", spec_path("good"), "--db", db_path("good_wrong"), "--strategy", "brute_force", "--in-process");
+  if (r->rc != 0) fail_msg("exit %d: %s", r->rc, r->err);
+  /* U=1 and U=3 compute a*1 and a*3 where the reference computes a*2 */
+  if (!strstr(r->err, "U=1: correctness: o[") || !strstr(r->err, "expected") || !strstr(r->err, "U=3: correctness: "))
+    fail_msg("correctness lines:\n%s", r->err);
+  if (!strstr(r->out, "best: U=2") || !strstr(r->out, "2 failed (2 correctness)")) fail_msg("summary:\n%s", r->out);
+  free(r);
+}
+
+/* -v prints the whole reason under the line: the compiler's full output names the source line. */
+static void test_verbose_prints_whole_reason(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  run(r, "tune", spec_path("broken"), "--db", db_path("broken_v"), "-v", "--budget", "1");
+  assert_int_equal(r->rc, 1);
+  const char *line = strstr(r->err, "[1/1] U=");
+  if (!line || !strstr(line, "\n    ")) fail_msg("-v: no indented reason under the failure line:\n%s", r->err);
+  assert_null(strstr(r->err, "-v prints each failure"));
+  free(r);
+}
+
+/* ---- Ctrl-C: exit 130, and what finished is stored ---- */
+
+static void test_ctrl_c_exits_130(void **state) {
+  (void)state;
+  const char *db = db_path("slow");
+  char *argv[] = {HT_CLI, "tune", (char *)spec_path("slow"), "--db", (char *)db, "--strategy", "random",
+                  "--max-runs", "2", "--min-runs", "2", NULL};
+  int pe[2];
+  assert_int_equal(pipe(pe), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(pe[1], 2);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(pe[1]);
+  /* wait for two finished evaluations (two progress lines), then interrupt */
+  char buf[8192];
+  size_t len = 0;
+  int lines = 0;
+  time_t deadline = time(NULL) + RUN_TIMEOUT_S;
+  while (lines < 2 && time(NULL) < deadline) {
+    struct pollfd p = {pe[0], POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) continue;
+    ssize_t n = read(pe[0], buf + len, sizeof buf - 1 - len);
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; i++) lines += buf[len + (size_t)i] == '\n';
+    len += (size_t)n;
+  }
+  buf[len] = '\0';
+  kill(pid, SIGINT);
+  int status;
+  waitpid(pid, &status, 0);
+  close(pe[0]);
+  if (lines < 2) fail_msg("no progress before the deadline:\n%s", buf);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 130)
+    fail_msg("after Ctrl-C: status %d (expected exit 130)", status);
+  int64_t stored = count_rows(db, "SELECT count(*) FROM evaluations WHERE status = 'ok'");
+  if (stored < 2 || stored >= 40) fail_msg("%lld evaluations stored after Ctrl-C, expected 2..39", (long long)stored);
+  assert_int_equal(count_rows(db, "SELECT count(*) FROM sessions WHERE status = 'interrupted'"), 1);
+}
+
+/* ---- a best time whose runs never settled is flagged ---- */
+
+static void test_noisy_best_is_flagged(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  run(r, "tune", spec_path("noisy"), "--db", db_path("noisy"), "--quiet", "--min-runs", "4", "--max-runs", "4");
+  if (r->rc != 0) fail_msg("exit %d: %s", r->rc, r->err);
+  if (!strstr(r->out, "warning: the best time's rsd") || !strstr(r->out, "above the 10% target"))
+    fail_msg("a best time at a high rsd is not flagged:\n%s", r->out);
+  run(r, "tune", spec_path("good"), "--db", db_path("calm"), "--quiet", "--strategy", "brute_force");
+  assert_int_equal(r->rc, 0);
+  if (strstr(r->out, "warning:") && !strstr(r->out, "rsd")) fail_msg("unexpected warning:\n%s", r->out);
+  free(r);
+}
+
+/* ---- best and show take a spec file or a kernel name; tune defaults to auto ---- */
+
+static void test_best_and_show_forms(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  const char *db = db_path("forms"), *spec = spec_path("good");
+  run(r, "tune", spec, "--db", db, "--quiet");
+  assert_int_equal(r->rc, 0);
+  char by_file[sizeof r->out];
+  run(r, "best", spec, "--db", db);
+  assert_int_equal(r->rc, 0);
+  snprintf(by_file, sizeof by_file, "%s", r->out);
+  run(r, "best", "kgood", "--db", db);
+  assert_int_equal(r->rc, 0);
+  assert_string_equal(r->out, by_file);
+  assert_non_null(strstr(by_file, "U=2\n"));
+  run(r, "show", spec, "--db", db);
+  assert_int_equal(r->rc, 0);
+  if (!strstr(r->out, "fastest configs of kgood") || !strstr(r->out, " auto ")) fail_msg("show SPEC:\n%s", r->out);
+  run(r, "show", "kgood", "--db", db);
+  assert_int_equal(r->rc, 0);
+  assert_non_null(strstr(r->out, "fastest configs of kgood"));
+  run(r, "best", "kgood", "--db", db, "--size", "N=4");
+  expect_error(r, 2, "--size needs a SPEC file");
+  run(r, "best", "nokernel", "--db", db);
+  expect_error(r, 1, "no successful evaluation of nokernel");
+  free(r);
+}
+
+/* ---- options: --opt=value and -- ---- */
+
+static void test_option_forms(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  const char *db = db_path("forms2");
+  char dbopt[400];
+  snprintf(dbopt, sizeof dbopt, "--db=%s", db);
+  run(r, "tune", "--budget=2", dbopt, "-q", "--", spec_path("good"));
+  if (r->rc != 0) fail_msg("tune --budget=2 --db=... -q -- SPEC: exit %d\n%s", r->rc, r->err);
+  assert_non_null(strstr(r->out, "evaluated 2 "));
+  assert_string_equal(r->err, "");
+  run(r, "space", "sample", spec_path("good"), "-n2");
+  assert_int_equal(r->rc, 0);
+  free(r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_failure_lines_and_exit_1), cmocka_unit_test(test_correctness_reason),
+    cmocka_unit_test(test_verbose_prints_whole_reason), cmocka_unit_test(test_ctrl_c_exits_130),
+    cmocka_unit_test(test_noisy_best_is_flagged),   cmocka_unit_test(test_best_and_show_forms),
+    cmocka_unit_test(test_option_forms),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
