@@ -32,7 +32,8 @@ static void write_text(const char *name, const char *text) {
 }
 
 /* NAME.json: kernel ENTRY of SOURCE, one float output of N elements, parameter U, reference ref.c */
-static void write_spec(const char *name, const char *kernel, const char *source, const char *params) {
+static void write_spec(const char *name, const char *kernel, const char *source, const char *params,
+                       const char *constraints) {
   char text[2048], file[96];
   snprintf(text, sizeof text,
            "{\n  \"name\": \"%s\",\n  \"language\": \"c\",\n  \"source\": \"%s\",\n  \"entry\": \"k\",\n"
@@ -40,9 +41,9 @@ static void write_spec(const char *name, const char *kernel, const char *source,
            "  \"arguments\": [{\"name\": \"o\", \"type\": \"float\", \"buffer\": \"N\", \"access\": \"write\"},\n"
            "                {\"name\": \"a\", \"type\": \"float\", \"buffer\": \"N\"},\n"
            "                {\"name\": \"n\", \"type\": \"int32\", \"value\": \"N\"}],\n"
-           "  \"parameters\": %s,\n"
+           "  \"parameters\": %s,\n  \"constraints\": [%s],\n"
            "  \"reference\": {\"language\": \"c\", \"source\": \"ref.c\", \"entry\": \"kref\"}\n}\n",
-           kernel, source, params);
+           kernel, source, params, constraints);
   snprintf(file, sizeof file, "%s.json", name);
   write_text(file, text);
 }
@@ -62,10 +63,14 @@ static int setup(void **state) {
   write_text("noisy.c", "#include <time.h>\n"
                         "void k(float *o, const float *a, int n){static int c; struct timespec t = {0, c++ % 2 ? "
                         "31000000 : 1000000}; nanosleep(&t, 0);\n  for(int i=0;i<n;i++)o[i]=a[i]*2;}\n");
-  write_spec("good", "kgood", "good.c", "{\"U\": [1, 2, 3]}");
-  write_spec("broken", "kbroken", "broken.c", "{\"U\": [1, 2]}");
-  write_spec("slow", "kslow", "slow.c", "{\"U\": {\"range\": [1, 40]}}");
-  write_spec("noisy", "knoisy", "noisy.c", "{\"U\": [1]}");
+  write_spec("good", "kgood", "good.c", "{\"U\": [1, 2, 3]}", "");
+  write_spec("broken", "kbroken", "broken.c", "{\"U\": [1, 2]}", "");
+  write_spec("slow", "kslow", "slow.c", "{\"U\": {\"range\": [1, 40]}}", "");
+  write_spec("noisy", "knoisy", "noisy.c", "{\"U\": [1]}", "");
+  write_spec("huge", "khuge", "good.c",
+             "{\"U\": [2], \"A\": {\"range\": [1, 4096]}, \"B\": {\"range\": [1, 4096]}, "
+             "\"C\": {\"range\": [1, 4096]}}",
+             "\"(A + B + C) % 7 == 1\"");
   return 0;
 }
 
@@ -215,6 +220,25 @@ static void test_noisy_best_is_flagged(void **state) {
   free(r);
 }
 
+/* ---- a space too large to count first (6.9e10 configs) is tuned at once ---- */
+
+static void test_huge_space_starts_at_once(void **state) {
+  (void)state;
+  run_out *r = malloc(sizeof *r);
+  static const char *const strategies[] = {"brute_force", "random", "auto"};
+  for (int i = 0; i < 3; i++) {
+    run(r, "tune", spec_path("huge"), "--db", db_path("huge"), "--quiet", "--budget", "2", "--strategy", strategies[i]);
+    if (r->rc != 0 || !strstr(r->out, "space: about ") || !strstr(r->out, "evaluated 2 "))
+      fail_msg("tune --strategy %s on a huge space: exit %d\n%s%s", strategies[i], r->rc, r->out, r->err);
+  }
+  run(r, "space", "count", spec_path("huge"), "--estimate");
+  if (r->rc != 0 || !strstr(r->out, "about 9") || !strstr(r->out, "valid of 68719476736")) /* about 9.8e9 */
+    fail_msg("--estimate:\n%s", r->out);
+  run(r, "space", "count", spec_path("huge"), "--time", "0.5");
+  if (r->rc != 0 || !strstr(r->out, "at least ") || !strstr(r->out, "counting stopped")) fail_msg("--time:\n%s", r->out);
+  free(r);
+}
+
 /* ---- best and show take a spec file or a kernel name; tune defaults to auto ---- */
 
 static void test_best_and_show_forms(void **state) {
@@ -266,7 +290,7 @@ int main(void) {
     cmocka_unit_test(test_failure_lines_and_exit_1), cmocka_unit_test(test_correctness_reason),
     cmocka_unit_test(test_verbose_prints_whole_reason), cmocka_unit_test(test_ctrl_c_exits_130),
     cmocka_unit_test(test_noisy_best_is_flagged),   cmocka_unit_test(test_best_and_show_forms),
-    cmocka_unit_test(test_option_forms),
+    cmocka_unit_test(test_option_forms),             cmocka_unit_test(test_huge_space_starts_at_once),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,15 @@ static void test_random_spaces_vs_brute_force(void **state) {
     }
     ht_config g;
     assert_int_equal(ht_space_get(s, (uint64_t)want, &g), HT_ERR_NOTFOUND);
+    /* The cursor walks the same configs in the same order, interleaved with validity checks. */
+    ht_space_cursor cur = {0};
+    int found = 1, k = 0;
+    for (; ht_space_next(s, &cur, &g, &found) == HT_OK && found; k++) {
+      assert_true(k < want);
+      assert_true(ht_config_equal(&g, &a[k]));
+      assert_true(ht_space_is_valid(s, &a[(k * 7) % want]));
+    }
+    assert_int_equal(k, want);
     /* Changing a constant drops the cache. */
     cvals[0] = ht_int(cvals[0].u.i + 3);
     assert_int_equal(ht_space_set_constant(s, "N", cvals[0]), HT_OK);
@@ -237,6 +247,46 @@ static void check_sample(ht_space *s, ht_rng *rng, int n, int want_got) {
     assert_true(ht_space_is_valid(s, &out[i]));
     for (int j = 0; j < i; j++) assert_false(ht_config_equal(&out[i], &out[j]));
   }
+}
+
+/* Three 4096-value ranges (6.9e10 configs, a seventh valid): ht_space_size gives up counting within
+ * its step budget and estimates; tuning starts at once from such an estimate. A small space is
+ * counted exactly; counting with a progress callback can be stopped. */
+static int stop_at_once(double done, uint64_t valid, void *ctx) {
+  (void)valid;
+  *(double *)ctx = done;
+  return 1;
+}
+
+static void test_huge_space_size(void **state) {
+  (void)state;
+  ht_space *s = new_space();
+  for (int p = 0; p < 3; p++) {
+    char name[8];
+    snprintf(name, sizeof name, "%c", 'A' + p);
+    assert_int_equal(ht_space_add_param_range(s, name, 1, 4096, 1), HT_OK);
+  }
+  add_constraint(s, "(A + B + C) % 7 == 1");
+  uint64_t n;
+  int exact;
+  assert_int_equal(ht_space_size(s, HT_SPACE_COUNT_STEPS, &n, &exact), HT_OK);
+  assert_int_equal(exact, 0);
+  double want = 4096.0 * 4096 * 4096 / 7;
+  if (fabs((double)n / want - 1) > 0.05) fail_msg("estimate %llu, about %.0f valid", (unsigned long long)n, want);
+  double done = -1;
+  assert_int_equal(ht_space_count_progress(s, stop_at_once, &done, &n), HT_ERR_TIMEOUT);
+  assert_true(done >= 0 && done < 0.01 && n > 0);
+  ht_space_cursor cur = {0};
+  ht_config c;
+  int found;
+  assert_int_equal(ht_space_next(s, &cur, &c, &found), HT_OK); /* the first valid config, at once */
+  assert_true(found && ht_space_is_valid(s, &c));
+  ht_space_destroy(s);
+  s = big_space();
+  assert_int_equal(ht_space_size(s, 0, &n, &exact), HT_OK);
+  assert_int_equal(exact, 1);
+  assert_int_equal(n, count_of(s));
+  ht_space_destroy(s);
 }
 
 static void test_sampling(void **state) {
@@ -530,7 +580,7 @@ static void test_filter(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_build_errors),   cmocka_unit_test(test_random_spaces_vs_brute_force),
-    cmocka_unit_test(test_big_space_count), cmocka_unit_test(test_sampling),
+    cmocka_unit_test(test_big_space_count), cmocka_unit_test(test_huge_space_size), cmocka_unit_test(test_sampling),
     cmocka_unit_test(test_zero_and_one_valid), cmocka_unit_test(test_neighbours),
     cmocka_unit_test(test_format_parse),   cmocka_unit_test(test_t1_good),
     cmocka_unit_test(test_t1_bad),         cmocka_unit_test(test_filter),

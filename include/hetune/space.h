@@ -67,6 +67,24 @@ ht_status ht_space_enumerate(ht_space *s, ht_space_visit_fn fn, void *ctx);
 
 /* Number of valid configs (enumerates once, cached until the space changes). */
 ht_status ht_space_count(ht_space *s, uint64_t *count);
+/* The same, calling fn(share of the Cartesian product walked, valid configs so far, ctx) about every
+ * million steps of the enumeration; fn returns nonzero to stop, which gives HT_ERR_TIMEOUT with
+ * the partial count in *count. For spaces whose count takes long (`hetune space count`). */
+typedef int (*ht_space_progress_fn)(double done, uint64_t valid_so_far, void *ctx);
+ht_status ht_space_count_progress(ht_space *s, ht_space_progress_fn fn, void *ctx, uint64_t *count);
+/* The number of valid configs if counting them takes at most max_steps steps of the pruned
+ * enumeration (0: no limit), *exact = 1, and cached; otherwise an estimate from 20000 uniform draws
+ * (the valid share times the Cartesian size; 0 when no draw was valid), *exact = 0. What tuning
+ * uses, so a huge space starts at once instead of being counted first. */
+#define HT_SPACE_COUNT_STEPS (UINT64_C(1) << 24)
+ht_status ht_space_size(ht_space *s, uint64_t max_steps, uint64_t *count, int *exact);
+/* Walks the valid configs one at a time in enumeration order (the order of ht_space_get) without
+ * counting or listing them. Start from a zeroed cursor; *found = 0 at the end. */
+typedef struct ht_space_cursor {
+  ht_config at;
+  int level, started, done;
+} ht_space_cursor;
+ht_status ht_space_next(ht_space *s, ht_space_cursor *cur, ht_config *out, int *found);
 /* The i-th valid config in enumeration order (materialises the valid list on first use). */
 ht_status ht_space_get(ht_space *s, uint64_t i, ht_config *out);
 

@@ -52,7 +52,8 @@ const ht_strategy_ops *ht_strategy_find(const char *name);
 typedef struct ht_tune_progress {
   int64_t done, budget_evals;   /* evaluations so far (measured + reused), budget (0 = none) */
   int64_t measured, reused, failures;
-  uint64_t space_size;          /* valid configs */
+  uint64_t space_size;          /* valid configs (an estimate when space_size_exact is 0) */
+  int space_size_exact;
   double elapsed_s, budget_seconds;
   double best_time_s;           /* NAN until one config succeeded */
   const char *best_config;
@@ -82,7 +83,8 @@ void ht_tune_options_default(ht_tune_options *o);
 typedef struct ht_tune_summary {
   int64_t session_id;
   int64_t measured, reused, failures;
-  uint64_t space_size;
+  uint64_t space_size;          /* valid configs: counted, or estimated when too many to count first */
+  int space_size_exact;         /* 0: space_size is an estimate */
   int found;                    /* a config succeeded */
   char best_config[1024];
   ht_result best;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -16,7 +17,12 @@ static const char *help =
   "  --device D     device whose limits constraints read\n"
   "  --size K=V     override a problem size (hetune specs)\n"
   "  -n N / --n N   how many configs to sample or list (sample default 10, list default all)\n"
-  "  --seed N       sampling seed (default 1)\n";
+  "  --seed N       sampling seed (default 1)\n"
+  "  --time S       count: stop after S seconds and print how many were found so far\n"
+  "  --estimate     count: estimate from 20000 random draws instead of counting\n"
+  "\n"
+  "Counting a huge space can take long: it prints its progress every few seconds on stderr, and\n"
+  "--time or Ctrl-C stop it. Tuning never waits for the count.\n";
 
 static int is_t1(const char *path) {
   json_error_t err;
@@ -58,8 +64,9 @@ static int print_config(const ht_config *c, void *ctx) {
 
 /* Parses the command line; n is how many configs to print (-1 = all). */
 static int parse_space_args(int argc, char **argv, cli_args *a, long long *n, long long *seed) {
-  static const char *const known[] = {"device", "size", "n", "seed", NULL};
-  int rc = cli_parse(argc, argv, "space", known, NULL, a);
+  static const char *const known[] = {"device", "size", "n", "seed", "time", "estimate", NULL};
+  static const char *const flags[] = {"estimate", NULL};
+  int rc = cli_parse(argc, argv, "space", known, flags, a);
   const char *sub = a->n_pos ? a->pos[0] : "";
   if (!rc && strcmp(sub, "count") && strcmp(sub, "sample") && strcmp(sub, "list"))
     rc = cli_usage_error("space", "expected count, sample or list, then a SPEC file");
@@ -87,6 +94,47 @@ static int print_sample(ht_space *space, long long n, long long seed) {
   return rc;
 }
 
+typedef struct count_progress {
+  double t0, last, limit_s;
+  int tty;
+} count_progress;
+
+static int show_count_progress(double done, uint64_t valid, void *ctx) {
+  count_progress *c = ctx;
+  double now = ht_now();
+  if (c->limit_s > 0 && now - c->t0 >= c->limit_s) return 1;
+  if (now - c->last < (c->tty ? 1.0 : 10.0)) return 0;
+  c->last = now;
+  fprintf(stderr, "%scounting: %.3g%% walked, %llu valid so far, %.0f s%s", c->tty ? "\r\033[K" : "", 100 * done,
+          (unsigned long long)valid, now - c->t0, c->tty ? "" : "\n");
+  fflush(stderr);
+  return 0;
+}
+
+static int count_space(const cli_args *a, ht_space *space) {
+  unsigned long long cart = (unsigned long long)ht_space_cartesian_size(space);
+  uint64_t count;
+  int exact;
+  if (cli_has(a, "estimate")) {
+    if (ht_space_size(space, 1, &count, &exact)) return cli_fail("space count");
+    printf("%s%llu valid of %llu configs%s\n", exact ? "" : "about ", (unsigned long long)count, cart,
+           exact ? "" : " (estimated from 20000 random draws)");
+    return CLI_OK;
+  }
+  count_progress c = {ht_now(), ht_now(), 0, isatty(2)};
+  if (cli_opt(a, "time") && cli_number("space", "--time", cli_opt(a, "time"), 0, &c.limit_s)) return CLI_USAGE;
+  ht_status st = ht_space_count_progress(space, show_count_progress, &c, &count);
+  if (c.tty && c.last > c.t0) fputs("\r\033[K", stderr);
+  if (st == HT_ERR_TIMEOUT) {
+    printf("at least %llu valid of %llu configs (counting stopped after %.0f s)\n", (unsigned long long)count, cart,
+           ht_now() - c.t0);
+    return CLI_OK;
+  }
+  if (st) return cli_fail("space count");
+  printf("%llu valid of %llu configs\n", (unsigned long long)count, cart);
+  return CLI_OK;
+}
+
 int cmd_space(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
   cli_args a;
@@ -94,11 +142,8 @@ int cmd_space(int argc, char **argv) {
   ht_space *space = NULL;
   int rc = parse_space_args(argc, argv, &a, &n, &seed);
   if (rc || (rc = load_space(&a, a.pos[1], &space))) return rc;
-  uint64_t count;
   if (strcmp(a.pos[0], "count") == 0) {
-    if (ht_space_count(space, &count)) rc = cli_fail("space count");
-    else printf("%llu valid of %llu configs\n", (unsigned long long)count,
-                (unsigned long long)ht_space_cartesian_size(space));
+    rc = count_space(&a, space);
   } else if (strcmp(a.pos[0], "list") == 0) {
     void *ctx[2] = {space, &n};
     if (ht_space_enumerate(space, print_config, ctx)) rc = cli_fail("space list");

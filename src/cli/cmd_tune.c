@@ -93,9 +93,10 @@ static void show_progress(const ht_tune_progress *p, void *ctx) {
     snprintf(pc->first_failure, sizeof pc->first_failure, "%s: %s", p->last_config, last);
   if (pc->quiet) return;
   fmt_time(p->best_time_s, best, sizeof best);
-  int64_t total = p->budget_evals > 0 && (uint64_t)p->budget_evals < p->space_size ? p->budget_evals
-                                                                                  : (int64_t)p->space_size;
-  snprintf(budget, sizeof budget, "%lld", (long long)total);
+  uint64_t size = p->space_size > INT64_MAX ? INT64_MAX : p->space_size;
+  int64_t total = p->budget_evals > 0 && (uint64_t)p->budget_evals < size ? p->budget_evals : (int64_t)size;
+  snprintf(budget, sizeof budget, "%s%lld", p->space_size_exact || total == p->budget_evals ? "" : "~",
+           (long long)total);
   const char *clear = pc->tty ? "\r\033[K" : "";
   const int ok_line = !pc->tty && r->status == HT_EVAL_OK; /* a failure line is long enough */
   if (p->confirm_total > 0)
@@ -173,8 +174,9 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const p
   char t[32], fails[160];
   fmt_failure_counts(pc, fails, sizeof fails);
   printf("tuned %s on %s (%s) for %s\n", spec->name, s->device.id, s->device.name, s->problem);
-  printf("  space: %llu valid configs; evaluated %lld (measured %lld, reused %lld), %lld failed%s%s%s, in %.1f s%s\n",
-         (unsigned long long)s->space_size, (long long)(s->measured + s->reused), (long long)s->measured,
+  printf("  space: %s%llu valid configs; evaluated %lld (measured %lld, reused %lld), %lld failed%s%s%s, in %.1f s%s\n",
+         s->space_size_exact ? "" : "about ", (unsigned long long)s->space_size,
+         (long long)(s->measured + s->reused), (long long)s->measured,
          (long long)s->reused, (long long)s->failures, fails[0] ? " (" : "", fails, fails[0] ? ")" : "", s->elapsed_s,
          s->interrupted ? " (interrupted)" : "");
   if (s->confirmed) printf("  confirmed: %lld more measurements of the fastest configs\n", (long long)s->confirmed);

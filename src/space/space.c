@@ -33,6 +33,7 @@ static void invalidate(ht_space *s) {
   s->list32 = NULL;
   s->planned = s->counted = s->listed = 0;
   s->n_list = 0;
+  s->uncounted_steps = 0;
 }
 
 void ht_space_destroy(ht_space *s) {
@@ -361,9 +362,35 @@ typedef struct walk {
   void *ctx;
   uint64_t count;
   int stopped;
+  uint64_t steps, max_steps;         /* values tried so far; stop (cut) past max_steps, 0: no limit */
+  int cut;                           /* stopped by max_steps or the progress callback: count is partial */
+  ht_space_progress_fn progress;     /* called every PROGRESS_STEPS steps */
+  void *progress_ctx;
 } walk;
 
+#define PROGRESS_STEPS (UINT64_C(1) << 20)
+
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+/* The share of the Cartesian product the walk has passed, from the indices it stands at. */
+static double walked_share(const ht_space *s, const ht_config *c, int p) {
+  double share = 0, width = 1;
+  for (int q = 0; q <= p; q++) {
+    width /= s->params[q].n;
+    share += width * (c->idx[q] < 0 ? 0 : c->idx[q]);
+  }
+  return share;
+}
+
+/* Counts a step; 1 when the walk must stop here (step budget spent, or the progress callback
+ * said stop). */
+static int step_cut(const ht_space *s, walk *w, const ht_config *c, int p) {
+  w->steps++;
+  if (w->max_steps && w->steps > w->max_steps) return w->cut = 1;
+  if (w->progress && w->steps % PROGRESS_STEPS == 0 && w->progress(walked_share(s, c, p), w->count, w->progress_ctx))
+    return w->cut = 1;
+  return 0;
+}
 
 /* Depth-first over the parameters in add order; a level's constraints prune its whole subtree.
  * When only counting, a constraint-free tail contributes its Cartesian size without a walk. */
@@ -389,6 +416,7 @@ static void walk_tree(ht_space *s, walk *w, ht_value *vars) {
       p--;
       continue;
     }
+    if (step_cut(s, w, &c, p)) return;
     vars[p] = s->params[p].values[c.idx[p]];
     if (!ht_space_check_level(s, p, vars)) continue;
     if (!w->fn && p + 1 == s->tail_free) {
@@ -425,20 +453,112 @@ static ht_status run_walk(ht_space *s, walk *w) {
 
 ht_status ht_space_enumerate(ht_space *s, ht_space_visit_fn fn, void *ctx) {
   if (!fn) return ht_error(HT_ERR_INVALID, "ht_space_enumerate: callback is NULL");
-  walk w = {fn, ctx, 0, 0};
+  walk w = {.fn = fn, .ctx = ctx};
   return run_walk(s, &w);
 }
 
-ht_status ht_space_count(ht_space *s, uint64_t *count) {
+ht_status ht_space_count_progress(ht_space *s, ht_space_progress_fn fn, void *ctx, uint64_t *count) {
   if (!s || !count) return ht_error(HT_ERR_INVALID, "ht_space_count: bad arguments");
   if (!s->counted || !s->planned) {
-    walk w = {NULL, NULL, 0, 0};
+    walk w = {.progress = fn, .progress_ctx = ctx};
     ht_status st = run_walk(s, &w);
     if (st) return st;
+    if (w.cut) {
+      *count = w.count;
+      return ht_error(HT_ERR_TIMEOUT, "counting stopped after %llu valid configs",
+                      (unsigned long long)w.count);
+    }
     s->count = w.count;
     s->counted = 1;
   }
   *count = s->count;
+  return HT_OK;
+}
+
+ht_status ht_space_count(ht_space *s, uint64_t *count) { return ht_space_count_progress(s, NULL, NULL, count); }
+
+/* The valid share of ESTIMATE_DRAWS uniform draws from the Cartesian product, times its size; at
+ * least 1 when some draw was valid. */
+#define ESTIMATE_DRAWS 20000
+static uint64_t estimate_count(ht_space *s) {
+  ht_rng rng;
+  ht_rng_seed(&rng, 0x5eed);
+  int valid = 0;
+  ht_config c;
+  for (int d = 0; d < ESTIMATE_DRAWS; d++) {
+    c.n = s->n_params;
+    for (int p = 0; p < s->n_params; p++) c.idx[p] = (int32_t)ht_rng_below(&rng, (uint64_t)s->params[p].n);
+    valid += ht_space_is_valid(s, &c);
+  }
+  double est = (double)ht_space_cartesian_size(s) * valid / ESTIMATE_DRAWS;
+  return est >= 1.8e19 ? UINT64_MAX : valid && est < 1 ? 1 : (uint64_t)est;
+}
+
+ht_status ht_space_size(ht_space *s, uint64_t max_steps, uint64_t *count, int *exact) {
+  if (!s || !count || !exact) return ht_error(HT_ERR_INVALID, "ht_space_size: bad arguments");
+  ht_status st = ht_space_plan(s);
+  if (st) return st;
+  *exact = 1;
+  if (s->counted) {
+    *count = s->count;
+    return HT_OK;
+  }
+  if (!s->uncounted_steps || (max_steps && max_steps > s->uncounted_steps) || !max_steps) {
+    walk w = {.max_steps = max_steps};
+    if ((st = run_walk(s, &w))) return st;
+    if (!w.cut) {
+      s->count = *count = w.count;
+      s->counted = 1;
+      return HT_OK;
+    }
+    s->uncounted_steps = max_steps;
+    s->estimate = s->constant_ok ? estimate_count(s) : 0;
+  }
+  *exact = 0;
+  *count = s->estimate;
+  return HT_OK;
+}
+
+/* ---- a cursor: the valid configs one at a time, in enumeration order, without a count ---- */
+
+ht_status ht_space_next(ht_space *s, ht_space_cursor *cur, ht_config *out, int *found) {
+  if (!s || !cur || !out || !found) return ht_error(HT_ERR_INVALID, "ht_space_next: bad arguments");
+  *found = 0;
+  ht_status st = ht_space_plan(s);
+  if (st || cur->done || !s->constant_ok) return st;
+  int P = s->n_params, p = cur->level;
+  ht_config *c = &cur->at;
+  if (!cur->started) {
+    cur->started = 1;
+    c->n = P;
+    c->idx[0] = -1;
+    p = 0;
+    if (P == 0) { /* one empty config */
+      cur->done = 1;
+      *out = *c;
+      *found = 1;
+      return HT_OK;
+    }
+  }
+  for (int q = 0; q < p; q++) s->vars[q] = s->params[q].values[c->idx[q]]; /* rebind the levels above */
+  while (p >= 0) {
+    if (++c->idx[p] >= s->params[p].n) {
+      p--;
+      continue;
+    }
+    s->vars[p] = s->params[p].values[c->idx[p]];
+    if (!ht_space_check_level(s, p, s->vars)) continue;
+    if (p < P - 1) {
+      c->idx[++p] = -1;
+      continue;
+    }
+    if (!ht_space_filter_ok(s, c)) continue;
+    cur->level = p;
+    *out = *c;
+    *found = 1;
+    return HT_OK;
+  }
+  cur->done = 1;
   return HT_OK;
 }
 

@@ -43,6 +43,8 @@ struct ht_space {
   /* Caches, dropped when the space changes. */
   int counted;
   uint64_t count;
+  uint64_t uncounted_steps; /* ht_space_size gave up counting within this many steps... */
+  uint64_t estimate;        /* ...and estimated this instead */
   int listed;
   uint64_t n_list;
   uint8_t *list8;           /* n_list * n_params indices when every parameter has <= 256 values */

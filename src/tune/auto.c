@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hetune/tune.h"
+#include "tune/strategy_util.h"
 
 #define DEFAULT_CHOICE "hybrid"
 
@@ -21,7 +21,7 @@ typedef struct auto_state {
 
 static ht_status auto_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
   uint64_t count = 0;
-  ht_status st = ht_space_count(space, &count);
+  ht_status st = ht_strategy_space_bound(space, &count);
   if (st) return st;
   const char *use = ht_options_str(opt, "use", NULL);
   int64_t small = ht_options_int(opt, "small", 16);
@@ -36,7 +36,8 @@ static ht_status auto_init(void **state, ht_space *space, const ht_options *opt,
     free(s);
     return st;
   }
-  ht_log(3, "auto: %s for %llu valid configs", name, (unsigned long long)count);
+  if (count == UINT64_MAX) ht_log(3, "auto: %s for a space too large to count first", name);
+  else ht_log(3, "auto: %s for %llu valid configs", name, (unsigned long long)count);
   *state = s;
   return HT_OK;
 }

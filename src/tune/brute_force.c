@@ -1,11 +1,12 @@
-/* brute_force: every valid config in enumeration order. */
+/* brute_force: every valid config in enumeration order, walked with a cursor: a huge space starts
+ * at once, nothing is counted or listed first. */
 #include <stdlib.h>
 
 #include "hetune/tune.h"
 
 typedef struct bf_state {
   ht_space *space;
-  uint64_t next, count;
+  ht_space_cursor cur;
 } bf_state;
 
 static ht_status bf_init(void **state, ht_space *space, const ht_options *opt, uint64_t seed) {
@@ -14,22 +15,14 @@ static ht_status bf_init(void **state, ht_space *space, const ht_options *opt, u
   bf_state *s = calloc(1, sizeof *s);
   if (!s) return ht_error(HT_ERR_NOMEM, "out of memory");
   s->space = space;
-  ht_status st = ht_space_count(space, &s->count);
-  if (st) {
-    free(s);
-    return st;
-  }
   *state = s;
   return HT_OK;
 }
 
 static int bf_ask(void *state, ht_config *out, int max) {
   bf_state *s = state;
-  int n = 0;
-  while (n < max && s->next < s->count && ht_space_get(s->space, s->next, &out[n]) == HT_OK) {
-    s->next++;
-    n++;
-  }
+  int n = 0, found = 1;
+  while (n < max && ht_space_next(s->space, &s->cur, &out[n], &found) == HT_OK && found) n++;
   return n;
 }
 

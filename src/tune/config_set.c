@@ -80,7 +80,7 @@ static int take(const ht_config_set *asked, ht_config_set *taken, const ht_confi
 
 int ht_sample_unasked(ht_space *space, ht_rng *rng, const ht_config_set *asked, ht_config *out, int max) {
   uint64_t count = 0;
-  if (max <= 0 || ht_space_count(space, &count) || count <= asked->n) return 0;
+  if (max <= 0 || ht_strategy_space_bound(space, &count) || count <= asked->n) return 0;
   int got = 0;
   ht_config *draw = malloc(sizeof(ht_config) * (size_t)max);
   ht_config_set taken = {0};

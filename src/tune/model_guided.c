@@ -132,7 +132,7 @@ static ht_status mg_init(void **state, ht_space *space, const ht_options *opt, u
   if (!st && !(s->eps >= 0 && s->eps <= 1))
     st = ht_error(HT_ERR_INVALID, "model_guided: epsilon must be in [0, 1]");
   if (!st && !(s->eta > 0 && s->eta <= 1)) st = ht_error(HT_ERR_INVALID, "model_guided: eta must be in (0, 1]");
-  if (!st) st = ht_space_count(space, &s->count);
+  if (!st) st = ht_strategy_space_bound(space, &s->count);
 
   /* Feature table: value (or index for strings) of every parameter value. */
   s->np = ht_space_param_count(space);

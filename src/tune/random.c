@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hetune/tune.h"
+#include "tune/strategy_util.h"
 
 #define SHUFFLE_LIMIT (1u << 22)
 
@@ -22,7 +22,7 @@ static ht_status rnd_init(void **state, ht_space *space, const ht_options *opt, 
   if (!s) return ht_error(HT_ERR_NOMEM, "out of memory");
   s->space = space;
   ht_rng_seed(&s->rng, seed);
-  ht_status st = ht_space_count(space, &s->count);
+  ht_status st = ht_strategy_space_bound(space, &s->count);
   if (!st && s->count <= SHUFFLE_LIMIT) {
     s->perm = malloc(sizeof(uint32_t) * (s->count ? s->count : 1));
     if (!s->perm) st = ht_error(HT_ERR_NOMEM, "out of memory");

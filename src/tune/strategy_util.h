@@ -27,6 +27,16 @@ int ht_config_set_put(ht_config_set *s, const ht_config *c, double v);
 /* The value stored with c (0 when added without one), or NULL when c is not in the set. */
 const double *ht_config_set_value(const ht_config_set *s, const ht_config *c);
 
+/* How many valid configs a strategy may count on: the exact count when counting is cheap, else
+ * UINT64_MAX ("more than will ever be asked"), so a huge space is searched at once instead of
+ * being counted first. */
+static inline ht_status ht_strategy_space_bound(ht_space *space, uint64_t *bound) {
+  int exact;
+  ht_status st = ht_space_size(space, HT_SPACE_COUNT_STEPS, bound, &exact);
+  if (!st && !exact) *bound = UINT64_MAX;
+  return st;
+}
+
 /* The value a strategy minimises: the median time of a successful evaluation, +inf otherwise. */
 static inline double ht_objective(const ht_result *r) {
   return r->status == HT_EVAL_OK && isfinite(r->time_s) ? r->time_s : INFINITY;

@@ -251,8 +251,9 @@ ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *store, c
     out->device = *ht_runner_device(c.runner);
     st = ht_spec_build_space(spec, &out->device, &c.space);
   }
-  if (!st) st = ht_space_count(c.space, &out->space_size);
+  if (!st) st = ht_space_size(c.space, HT_SPACE_COUNT_STEPS, &out->space_size, &out->space_size_exact);
   c.progress.space_size = out->space_size;
+  c.progress.space_size_exact = out->space_size_exact;
   if (!st) st = register_run(&c);
   if (!st) st = run_strategy(&c);
   out->best_measurements = out->found;
