@@ -507,6 +507,31 @@ static void test_degenerate_data(void **unused) {
   ht_dataset_destroy(mixed_for_extremes);
 }
 
+/* A ranking blob whose footprint offsets run past its entries ([0, 100, 2] for 2 entries) is
+ * rejected before any entry is read (the offsets were checked one footprint at a time while the
+ * entries of the first were read: an out-of-bounds read). */
+static void test_ranking_offsets_checked(void **unused) {
+  (void)unused;
+  ht_buf b = {0};
+  mu_put_tag(&b, "ranking");
+  mu_put_i64(&b, 2);  /* features */
+  mu_put_i64(&b, 0);  /* grid column */
+  mu_put_i64(&b, -1); /* no sequential column */
+  mu_put_i64(&b, 0);  /* linear outside */
+  mu_put_i64(&b, 0);  /* footprints: no columns... */
+  mu_put_i64(&b, 2);  /* ...and two of them */
+  static const int64_t start[] = {0, 100, 2};
+  for (int i = 0; i < 3; i++) mu_put_i64(&b, start[i]);
+  for (int i = 0; i < 6; i++) mu_put_f64(&b, 1.0 + i); /* g, alpha, beta of the two entries */
+  char *exact = malloc(b.len); /* an exact-size copy so ASan sees any overread */
+  memcpy(exact, b.data, b.len);
+  void *back = NULL;
+  assert_int_equal(ht_model_kind_find("ranking")->load(&back, exact, b.len), HT_ERR_PARSE);
+  assert_null(back);
+  free(exact);
+  ht_buf_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_linear_power_law), cmocka_unit_test(test_knn_exact),
@@ -514,6 +539,7 @@ int main(void) {
     cmocka_unit_test(test_ranking_interpolates), cmocka_unit_test(test_round_trip),
     cmocka_unit_test(test_corrupt_bytes),    cmocka_unit_test(test_corrupt_wrapper),
     cmocka_unit_test(test_bad_options),      cmocka_unit_test(test_degenerate_data),
+    cmocka_unit_test(test_ranking_offsets_checked),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

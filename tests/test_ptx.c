@@ -496,6 +496,15 @@ static void test_ptxas_log(void **state) {
   assert_int_equal(ht_ptx_features_set_resources(&f, r, 2, "gemm"), 0);
   assert_int_equal(f.shared_words, 2048);
   assert_int_equal(ht_ptx_features_set_resources(&f, r, 2, "nope"), -1);
+  /* numbers past an int are ignored, not overflowed (sscanf %d and atoi are undefined there) */
+  const char *huge = "ptxas info    : Compiling entry function 'big' for 'sm_90'\n"
+                     "    99999999999999999999 bytes stack frame, 2147483647 bytes spill stores, 9 bytes spill loads\n"
+                     "ptxas info    : Used 99999999999 registers, 2147483648 bytes smem\n";
+  assert_int_equal(ht_ptx_parse_ptxas_log(huge, r, 4), 1);
+  assert_int_equal(r[0].registers, 0);
+  assert_int_equal(r[0].shared_bytes, 0);
+  assert_int_equal(r[0].local_bytes, 0);
+  assert_int_equal(r[0].spill_bytes, 0);
 }
 
 #define SKIP_WITHOUT_NVCC()                                   \

@@ -530,6 +530,21 @@ static void test_t1_bad(void **state) {
                   "\"Values\": \"[1, 1]\"}]}}",
                   "duplicate");
   expect_t1_error("[1, 2]", "object");
+  /* a float far outside int64_t's range is not cast (undefined behaviour), it is refused */
+  expect_t1_error("{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"A\", \"Type\": \"int\", "
+                  "\"Values\": \"[1e30, 2]\"}]}}",
+                  "not an integer");
+  /* range() up to INT64_MAX stops where the next step would overflow */
+  char path[512];
+  snprintf(path, sizeof path, "%s/t1_range_max.json", HT_BINARY_DIR_OR_TMP);
+  write_file(path, "{\"ConfigurationSpace\": {\"TuningParameters\": [{\"Name\": \"A\", \"Type\": \"int\", "
+                   "\"Values\": \"range(9223372036854775800, 9223372036854775807, 5)\"}]}}");
+  ht_space *s2 = NULL;
+  if (ht_space_load_t1(path, &s2)) fail_msg("%s", ht_last_error());
+  assert_int_equal(ht_space_value_count(s2, 0), 2);
+  assert_int_equal(ht_space_value(s2, 0, 1).u.i, INT64_C(9223372036854775805));
+  ht_space_destroy(s2);
+  remove(path);
 }
 
 /* A filter (replay's "was recorded") composes with constraints in count, get, sample, is_valid and

@@ -233,8 +233,9 @@ static ht_status ranking_save(const void *state, ht_buf *out) {
 /* Every footprint has at least one entry, grid values ascend within it, all numbers finite. */
 static int table_valid(const ranking *m) {
   if (m->start[0] != 0 || m->start[m->fp.n] != m->n_entries) return 0;
+  for (int f = 0; f < m->fp.n; f++) /* every offset in range before any entry is read */
+    if (m->start[f + 1] <= m->start[f] || m->start[f + 1] > m->n_entries) return 0;
   for (int f = 0; f < m->fp.n; f++) {
-    if (m->start[f + 1] <= m->start[f]) return 0;
     for (int e = m->start[f] + 1; e < m->start[f + 1]; e++)
       if (!(m->g[e] > m->g[e - 1])) return 0;
   }

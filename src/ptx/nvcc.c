@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,18 @@ static ht_ptx_resources *entry_for(ht_ptx_resources *res, int *n, int max, const
   return r;
 }
 
+/* A non-negative decimal count at p that fits an int (sscanf's %d and atoi are undefined on
+ * overflow): 1 with *end after its digits, 0 when there is none or it is too large. */
+static int count_at(const char *p, int *out, const char **end) {
+  if (*p < '0' || *p > '9') return 0;
+  long long v = 0;
+  for (; *p >= '0' && *p <= '9'; p++)
+    if ((v = v * 10 + (*p - '0')) > INT_MAX) return 0;
+  *out = (int)v;
+  *end = p;
+  return 1;
+}
+
 int ht_ptx_parse_ptxas_log(const char *log, ht_ptx_resources *res, int max_res) {
   int n = 0;
   ht_ptx_resources *cur = NULL;
@@ -73,20 +86,24 @@ int ht_ptx_parse_ptxas_log(const char *log, ht_ptx_resources *res, int max_res) 
     }
     const char *u = strstr(buf, "Used ");
     if (cur && u) {
+      const char *after;
       int v;
-      if (sscanf(u, "Used %d registers", &v) == 1) cur->registers = v;
+      if (count_at(u + 5, &v, &after) && strncmp(after, " registers", 10) == 0) cur->registers = v;
       const char *s = strstr(buf, " bytes smem");
       if (s) {
         while (s > buf && s[-1] >= '0' && s[-1] <= '9') s--;
-        cur->shared_bytes = atoi(s);
+        if (count_at(s, &v, &after)) cur->shared_bytes = v;
       }
     }
     const char *sf = strstr(buf, "bytes stack frame");
     if (cur && sf) {
-      int frame = 0, st = 0, ld = 0;
-      if (sscanf(buf, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &frame, &st, &ld) == 3) {
+      int frame, st, ld;
+      const char *a = buf + strspn(buf, " \t");
+      if (count_at(a, &frame, &a) && strncmp(a, " bytes stack frame, ", 20) == 0 && count_at(a + 20, &st, &a) &&
+          strncmp(a, " bytes spill stores, ", 21) == 0 && count_at(a + 21, &ld, &a) &&
+          strncmp(a, " bytes spill loads", 18) == 0) {
         cur->local_bytes = frame;
-        cur->spill_bytes = st + ld;
+        cur->spill_bytes = st > INT_MAX - ld ? INT_MAX : st + ld;
       }
     }
     line = eol ? eol + 1 : NULL;

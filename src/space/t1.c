@@ -120,9 +120,10 @@ static ht_status py_range(pyscan *p, vlist *l) {
   p->pos++;
   if (n == 1) a[1] = a[0], a[0] = 0;
   if (a[2] == 0) return ht_error(HT_ERR_PARSE, "range() step is zero");
-  for (int64_t x = a[0]; a[2] > 0 ? x < a[1] : x > a[1]; x += a[2]) {
+  for (int64_t x = a[0]; a[2] > 0 ? x < a[1] : x > a[1];) {
     ht_status st = vlist_push(l, ht_int(x), NULL, 0);
     if (st) return st;
+    if (__builtin_add_overflow(x, a[2], &x)) break; /* the next value is past INT64_MIN/MAX: done */
   }
   return HT_OK;
 }
@@ -185,7 +186,9 @@ static ht_status apply_type(const char *type, vlist *l) {
   for (int i = 0; i < l->n; i++) {
     ht_value *v = &l->v[i];
     if (is_int && v->kind == HT_VAL_FLOAT) {
-      if (v->u.f != (double)(int64_t)v->u.f) return ht_error(HT_ERR_INVALID, "value %g is not an integer", v->u.f);
+      /* in range before the cast: converting a double outside int64_t's range is undefined */
+      if (!(v->u.f >= -0x1p63 && v->u.f < 0x1p63) || v->u.f != (double)(int64_t)v->u.f)
+        return ht_error(HT_ERR_INVALID, "value %g is not an integer of 64 bits", v->u.f);
       *v = ht_int((int64_t)v->u.f);
     } else if (is_float && v->kind == HT_VAL_INT) {
       *v = ht_float((double)v->u.i);
