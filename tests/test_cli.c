@@ -413,6 +413,11 @@ static void test_bad_options(void **state) {
   expect_error(r, 2, "unknown option --bogus");
   run(r, "best", "--db", F->db, "-q", path);
   expect_error(r, 2, "unknown option -q");
+  /* numbers past what the option can hold are refused, not truncated or left to fail later */
+  run(r, "space", "sample", path, "-n", "1000000000000");
+  expect_error(r, 2, "-n 1000000000000", "from 1 to 1000000");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--min-runs", "4294967297");
+  expect_error(r, 2, "--min-runs 4294967297", "from 1 to 256");
   run(r, "tune", path, "--db", F->db, "--quiet", "--strategy", "annealing_x");
   expect_error(r, 2, "annealing_x");
   run(r, "tune", path, "--db", F->db, "--quiet", "--frobnicate", "1");

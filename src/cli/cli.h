@@ -40,6 +40,7 @@ int cli_fail_device(const char *what, ht_status st);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Option values parsed whole ("5x" is an error) and checked against a minimum: 0 or CLI_USAGE. */
 int cli_integer(const char *cmd, const char *name, const char *v, long long min, long long *out);
+int cli_integer_in(const char *cmd, const char *name, const char *v, long long min, long long max, long long *out);
 int cli_number(const char *cmd, const char *name, const char *v, double min_exclusive, double *out);
 
 /* Loads SPEC and applies --size options. */

@@ -49,7 +49,7 @@ static int read_range(const cli_args *a, double *lo, double *hi, long long *swee
   *sweeps = 3;
   int rc = cli_opt(a, "min") ? cli_number("bandwidth", "--min", cli_opt(a, "min"), 0, lo) : CLI_OK;
   if (!rc && cli_opt(a, "max")) rc = cli_number("bandwidth", "--max", cli_opt(a, "max"), 0, hi);
-  if (!rc && cli_opt(a, "sweeps")) rc = cli_integer("bandwidth", "--sweeps", cli_opt(a, "sweeps"), 1, sweeps);
+  if (!rc && cli_opt(a, "sweeps")) rc = cli_integer_in("bandwidth", "--sweeps", cli_opt(a, "sweeps"), 1, 1000, sweeps);
   return rc;
 }
 

@@ -264,8 +264,8 @@ static int read_settings(const cli_args *a, eval_settings *e) {
   if (e->test >= 1) return cli_usage_error("model eval", "--test must be below 1");
   if ((v = cli_opt(a, "band")) && cli_number("model eval", "--band", v, 0, &e->band)) return CLI_USAGE;
   if (v && !(e->band > 0 && e->band < 1)) return cli_usage_error("model eval", "--band must be between 0 and 1");
-  if ((v = cli_opt(a, "folds")) && cli_integer("model eval", "--folds", v, 0, &e->folds)) return CLI_USAGE;
-  if ((v = cli_opt(a, "holdout")) && cli_integer("model eval", "--holdout", v, 0, &e->holdout)) return CLI_USAGE;
+  if ((v = cli_opt(a, "folds")) && cli_integer_in("model eval", "--folds", v, 0, 1000, &e->folds)) return CLI_USAGE;
+  if ((v = cli_opt(a, "holdout")) && cli_integer_in("model eval", "--holdout", v, 0, 1000, &e->holdout)) return CLI_USAGE;
   if ((v = cli_opt(a, "seed")) && cli_integer("model eval", "--seed", v, 0, &e->seed)) return CLI_USAGE;
   if (e->folds == 1) return cli_usage_error("model eval", "--folds must be 0 or at least 2");
   return CLI_OK;

@@ -244,7 +244,7 @@ static int predict_main(int argc, char **argv, int by_name) {
   cli_args a;
   long long top = 0;
   int rc = cli_parse(argc, argv, "predict", known, NULL, &a);
-  if (!rc && cli_opt(&a, "top")) rc = cli_integer("predict", "--top", cli_opt(&a, "top"), 1, &top);
+  if (!rc && cli_opt(&a, "top")) rc = cli_integer_in("predict", "--top", cli_opt(&a, "top"), 1, 1000000, &top);
   if (!rc && a.n_pos < 1) rc = cli_usage_error("predict", by_name ? "expected a model NAME" : "expected SPEC");
   if (!rc && !top && !cli_opt(&a, "config")) rc = cli_usage_error("predict", "expected --config A=1,B=2 or --top N");
   if (rc) return rc;

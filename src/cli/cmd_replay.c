@@ -196,10 +196,10 @@ static int bench_parse(int argc, char **argv, bench *b) {
   ht_score_options_default(&b->so);
   const char *v;
   long long n;
-  if (!rc && (v = cli_opt(&a, "seeds")) && !(rc = cli_integer("strategy-bench", "--seeds", v, 1, &n))) b->so.seeds = (int)n;
+  if (!rc && (v = cli_opt(&a, "seeds")) && !(rc = cli_integer_in("strategy-bench", "--seeds", v, 1, 100000, &n))) b->so.seeds = (int)n;
   if (!rc && (v = cli_opt(&a, "first-seed")) && !(rc = cli_integer("strategy-bench", "--first-seed", v, 0, &n)))
     b->so.first_seed = (uint64_t)n;
-  if (!rc && (v = cli_opt(&a, "points")) && !(rc = cli_integer("strategy-bench", "--points", v, 2, &n))) b->so.points = (int)n;
+  if (!rc && (v = cli_opt(&a, "points")) && !(rc = cli_integer_in("strategy-bench", "--points", v, 2, 100000, &n))) b->so.points = (int)n;
   if (!rc && (v = cli_opt(&a, "cutoff"))) rc = cli_number("strategy-bench", "--cutoff", v, 0, &b->so.p_cutoff);
   if (!rc && (v = cli_opt(&a, "start"))) rc = cli_number("strategy-bench", "--start", v, 0, &b->so.p_start);
   if (!rc && (b->so.p_cutoff >= 1 || b->so.p_start >= b->so.p_cutoff))

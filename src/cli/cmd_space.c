@@ -1,5 +1,6 @@
 /* hetune space count|sample|list SPEC: inspect a search space (hetune spec or T1 file). */
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,9 @@ static int parse_space_args(int argc, char **argv, cli_args *a, long long *n, lo
     rc = cli_usage_error("space", "%s: expected one SPEC file (see hetune space --help)", sub);
   *n = strcmp(sub, "sample") == 0 ? 10 : -1;
   *seed = 1;
-  if (!rc && cli_opt(a, "n")) rc = cli_integer("space", "-n", cli_opt(a, "n"), 1, n);
+  /* sample keeps its configs in memory: at most a million; list streams them */
+  if (!rc && cli_opt(a, "n"))
+    rc = cli_integer_in("space", "-n", cli_opt(a, "n"), 1, strcmp(sub, "sample") == 0 ? 1000000 : LLONG_MAX, n);
   if (!rc && cli_opt(a, "seed")) rc = cli_integer("space", "--seed", cli_opt(a, "seed"), 0, seed);
   return rc;
 }

@@ -122,8 +122,8 @@ static int parse_runner_options(const cli_args *a, ht_runner_options *ro) {
   if (!rc && (v = cli_opt(a, "warmup")) && !(rc = cli_number("tune", "--warmup", v, -1e308, &ro->warmup_s)) &&
       ro->warmup_s < 0)
     rc = cli_usage_error("tune", "--warmup %s: expected seconds, 0 or more", v);
-  if (!rc && (v = cli_opt(a, "min-runs")) && !(rc = cli_integer("tune", "--min-runs", v, 1, &n))) ro->min_runs = (int)n;
-  if (!rc && (v = cli_opt(a, "max-runs")) && !(rc = cli_integer("tune", "--max-runs", v, 1, &n))) ro->max_runs = (int)n;
+  if (!rc && (v = cli_opt(a, "min-runs")) && !(rc = cli_integer_in("tune", "--min-runs", v, 1, HT_MAX_SAMPLES, &n))) ro->min_runs = (int)n;
+  if (!rc && (v = cli_opt(a, "max-runs")) && !(rc = cli_integer_in("tune", "--max-runs", v, 1, HT_MAX_SAMPLES, &n))) ro->max_runs = (int)n;
   ro->isolate = !cli_has(a, "in-process");
   return rc;
 }

@@ -1,5 +1,6 @@
 /* hetune: the command line. Parses arguments, calls the library, prints. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -147,13 +148,19 @@ int cli_fail_device(const char *what, ht_status st) {
   return st == HT_ERR_NOTFOUND || st == HT_ERR_UNSUPPORTED ? CLI_USAGE : rc;
 }
 
-int cli_integer(const char *cmd, const char *name, const char *v, long long min, long long *out) {
+int cli_integer_in(const char *cmd, const char *name, const char *v, long long min, long long max, long long *out) {
   char *end;
   errno = 0;
   *out = strtoll(v, &end, 10);
-  if (!*v || *end || errno || *out < min)
-    return cli_usage_error(cmd, "%s %s: expected an integer of at least %lld", name, v, min);
+  if (!*v || *end || errno || *out < min || *out > max) {
+    if (max == LLONG_MAX) return cli_usage_error(cmd, "%s %s: expected an integer of at least %lld", name, v, min);
+    return cli_usage_error(cmd, "%s %s: expected an integer from %lld to %lld", name, v, min, max);
+  }
   return CLI_OK;
+}
+
+int cli_integer(const char *cmd, const char *name, const char *v, long long min, long long *out) {
+  return cli_integer_in(cmd, name, v, min, LLONG_MAX, out);
 }
 
 int cli_number(const char *cmd, const char *name, const char *v, double min_exclusive, double *out) {
