@@ -623,6 +623,7 @@ static void test_full_disk(void **state) {
   }
   run_as(r, &o, "tune", spec_path, "--db", db, "--quiet", "--size", "N=512", "--no-reuse", (char *)NULL);
   expect_error(r, 1, db);
+  if (mounted && !strstr(r->err, "disk full")) fail_msg("a full disk is not named as such: %s", r->err);
   if (mounted) unlink(fill);
   assert_int_equal(count_evals(db), before);
   if (mounted) umount(dir);

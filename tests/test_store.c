@@ -645,8 +645,19 @@ static void test_kill9(void **state) {
   sess_visit sv = {0};
   assert_int_equal(ht_store_each_session(st, count_session, &sv), HT_OK);
   assert_int_equal(sv.n, 1);
-  assert_string_equal(sv.status, "running"); /* never ended: visible as such */
+  /* never ended, its process gone: the next opener marks it interrupted, its tally kept */
+  assert_string_equal(sv.status, "interrupted");
   assert_int_equal(sv.last.n_evals, k);
+  /* a session of a living process (this one) stays running when another handle opens the file */
+  ids x = populate(st);
+  ht_store *other = NULL;
+  assert_int_equal(ht_store_open(f->db, &other), HT_OK);
+  sess_visit sv2 = {0};
+  assert_int_equal(ht_store_each_session(other, count_session, &sv2), HT_OK);
+  assert_int_equal(sv2.n, 2);
+  assert_string_equal(sv2.status, "running");
+  assert_int_equal(sv2.last.session_id, x.session);
+  ht_store_close(other);
   ht_store_close(st);
 }
 

@@ -37,17 +37,19 @@ static const char *help =
   "\n"
   "Each failed evaluation's progress line carries the first line of its reason. Exit status: 0 when a\n"
   "config succeeded, 1 when none did or on an error, 2 for a bad command line or an unknown or\n"
-  "unavailable device, 130 when stopped by Ctrl-C (every finished evaluation is stored; a second\n"
-  "Ctrl-C leaves at once).\n";
+  "unavailable device, 130 when stopped by Ctrl-C (143 by SIGTERM, 129 by SIGHUP): every finished\n"
+  "evaluation is stored, and a second signal leaves at once.\n";
 
 enum { DEFAULT_BUDGET = 100 };
 
 static volatile sig_atomic_t stop_requested;
 
-static void on_sigint(int sig) {
-  (void)sig;
-  if (stop_requested) _exit(130); /* second Ctrl-C: leave now; stored evaluations are safe */
-  stop_requested = 1;
+/* SIGINT (Ctrl-C), SIGTERM (kill, a batch system's time limit) and SIGHUP (a closed terminal) stop
+ * the run after the config in hand, so the session is stored as interrupted; a second signal
+ * leaves at once (stored evaluations are safe either way). */
+static void on_stop_signal(int sig) {
+  if (stop_requested) _exit(128 + sig);
+  stop_requested = sig;
 }
 
 typedef struct progress_ctx {
@@ -201,7 +203,7 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const p
 /* 0: a config succeeded; 1: none did, or an error; 2: an unknown or unavailable device; 130: stopped
  * by Ctrl-C (what was measured is stored). */
 static int tune_exit_code(ht_status st, const ht_tune_summary *sum, const progress_ctx *pc, const char *spec_path) {
-  if (stop_requested) return 130;
+  if (stop_requested) return 128 + stop_requested; /* 130 after Ctrl-C */
   if (st) return cli_fail_device(spec_path, st);
   if (sum->found) return CLI_OK;
   if (pc->first_failure[0])
@@ -243,7 +245,9 @@ int cmd_tune(int argc, char **argv) {
   progress_ctx pc = {.tty = isatty(2), .quiet = cli_has(&a, "quiet"), .verbose = cli_has(&a, "verbose"), .spec = spec};
   to.progress = show_progress;
   to.progress_ctx = &pc;
-  signal(SIGINT, on_sigint);
+  signal(SIGINT, on_stop_signal);
+  signal(SIGTERM, on_stop_signal);
+  signal(SIGHUP, on_stop_signal);
   const char *device = cli_opt(&a, "device") ? cli_opt(&a, "device") : cli_default_device(spec);
   ht_tune_summary *sum = malloc(sizeof *sum);
   ht_status st = sum ? ht_tune(spec, device, store, &to, &ro, sum) : ht_error(HT_ERR_NOMEM, "out of memory");

@@ -2,6 +2,8 @@
  * upserts of devices, kernels, problems and sessions. Evaluations live in store_eval.c, the
  * schema in store_schema.c, exports in store_export.c. */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,8 +35,8 @@ static const char *const stmt_sql[HTS_NSTMT] = {
                         " ON CONFLICT (kernel_id, sizes) DO UPDATE SET sizes = excluded.sizes RETURNING id",
     [HTS_SESSION_BEGIN] =
         "INSERT INTO sessions (kernel_id, device_id, problem_id, strategy, seed, budget_evals,"
-        " budget_seconds, options_json, host, started, status, n_evals)"
-        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'running',0) RETURNING id",
+        " budget_seconds, options_json, host, started, status, n_evals, pid, pid_start)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'running',0,?11,?12) RETURNING id",
     [HTS_SESSION_END] = "UPDATE sessions SET ended = ?2, status = ?3, n_evals = ?4, best_time = ?5 WHERE id = ?1",
     [HTS_PUT_EVAL] =
         "INSERT INTO evaluations (session_id, kernel_id, device_id, problem_id, config_key,"
@@ -65,7 +67,9 @@ ht_status hts_fail(ht_store *st, int rc, const char *what) {
   case SQLITE_FULL: return ht_error(HT_ERR_IO, "%s: %s: disk full (%s)", path, what, msg);
   case SQLITE_READONLY: return ht_error(HT_ERR_STORE, "%s: database is read-only (%s: %s)", path, what, msg);
   case SQLITE_IOERR:
-  case SQLITE_CANTOPEN: return ht_error(HT_ERR_IO, "%s: %s: I/O error (%s)", path, what, msg);
+  case SQLITE_CANTOPEN:
+    if (sqlite3_system_errno(st->db) == ENOSPC) return ht_error(HT_ERR_IO, "%s: %s: disk full (%s)", path, what, msg);
+    return ht_error(HT_ERR_IO, "%s: %s: I/O error (%s)", path, what, msg);
   case SQLITE_NOMEM: return ht_error(HT_ERR_NOMEM, "%s: %s: out of memory", path, what);
   case SQLITE_BUSY:
   case SQLITE_LOCKED: return ht_error(HT_ERR_STORE, "%s: %s: database is locked by another process", path, what);
@@ -166,9 +170,27 @@ static ht_status open_conn(const char *path, int flags, int immutable, sqlite3 *
     sqlite3_close(db);
     return s;
   }
-  sqlite3_busy_timeout(db, 5000);
   *out = db;
   return HT_OK;
+}
+
+/* Another process holding the write lock (a second tuner, a long export) is waited for, with a
+ * warning after 5 s, up to HETUNE_DB_LOCK_TIMEOUT seconds (default 600): giving up after 5 s
+ * aborted a tuning run and lost the measurement in hand. */
+static int wait_for_lock(void *ctx, int tries) {
+  ht_store *st = ctx;
+  const char *env = getenv("HETUNE_DB_LOCK_TIMEOUT");
+  double limit = env && atof(env) > 0 ? atof(env) : 600, now = ht_now();
+  if (tries == 0) st->lock_wait_since = now;
+  double waited = now - st->lock_wait_since;
+  if (waited >= limit) return 0;
+  if (waited >= 5 && !st->lock_warned) {
+    st->lock_warned = 1;
+    ht_log(1, "%s: database is locked by another process; waiting up to %.0f s (HETUNE_DB_LOCK_TIMEOUT)", st->path,
+           limit);
+  }
+  usleep(tries < 10 ? 1000 * (useconds_t)(1 + tries) : 50000);
+  return 1;
 }
 
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
@@ -199,7 +221,7 @@ static ht_status inspect_file(const char *path, long long size, int readonly, in
   for (*immutable = 0; *immutable < 2; ++*immutable) {
     sqlite3 *db = NULL;
     s = open_conn(path, SQLITE_OPEN_READONLY, *immutable, &db);
-    if (!s) s = hts_inspect_db(db, path, size, &in);
+    if (!s) s = hts_inspect_db(db, path, size, !readonly, &in);
     sqlite3_close(db);
     if (s != HT_ERR_IO) break;
   }
@@ -209,8 +231,64 @@ static ht_status inspect_file(const char *path, long long size, int readonly, in
   return s;
 }
 
+/* The start time of process pid (clock ticks after boot, /proc/PID/stat field 22), so a pid the
+ * system has reused is not taken for the process that began a session; -1 when unknown. */
+static long long process_start(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+  long long start = -1;
+  for (int field = 2; p && *p; p++)
+    if (*p == ' ' && ++field == 22) {
+      start = strtoll(p + 1, NULL, 10);
+      break;
+    }
+  return start;
+}
+
+static int process_alive(pid_t pid, long long start) {
+  if (pid <= 0) return 0;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+  long long now = process_start(pid);
+  return start < 0 || now < 0 || now == start;
+}
+
+/* Sessions of this host still marked running whose process is gone (kill -9, a crash) are
+ * marked interrupted; sessions of other hosts, or without a recorded process, are left alone. */
+static ht_status mark_dead_sessions(ht_store *st) {
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) return HT_OK;
+  sqlite3_stmt *q = NULL;
+  ht_status s = hts_prepare(st, "SELECT id, pid, pid_start FROM sessions WHERE status = 'running' AND host = ?1"
+                                " AND pid IS NOT NULL", &q);
+  if (s) return s;
+  sqlite3_bind_text(q, 1, host, -1, SQLITE_STATIC);
+  int64_t dead[64];
+  int n = 0, rc;
+  while (n < 64 && (rc = sqlite3_step(q)) == SQLITE_ROW)
+    if (!process_alive((pid_t)sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2)))
+      dead[n++] = sqlite3_column_int64(q, 0);
+  sqlite3_finalize(q);
+  for (int i = 0; i < n && !s; i++) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "UPDATE sessions SET status = 'interrupted', ended = %.17g WHERE id = %lld",
+             ht_wall_time(), (long long)dead[i]);
+    s = hts_exec(st, sql, "mark an abandoned session interrupted");
+  }
+  return s;
+}
+
 static ht_status configure(ht_store *st) {
+  sqlite3_busy_handler(st->db, wait_for_lock, st);
   ht_status s = hts_exec(st, "PRAGMA foreign_keys = ON", "enable foreign keys");
+  /* A reader of a writable file holds a read-write connection that refuses writes: as the last
+   * connection to close, it removes the -wal and -shm files a read-only connection would leave. */
+  if (!s && st->readonly) s = hts_exec(st, "PRAGMA query_only = ON", "open for reading");
   if (s || st->readonly) return s;
   /* WAL: readers never block the tuner's writes. synchronous=NORMAL: a committed evaluation
    * survives kill -9 and crashes of the process (it is in the WAL before commit returns); only a
@@ -221,6 +299,7 @@ static ht_status configure(ht_store *st) {
   int full = sync && strcmp(sync, "full") == 0;
   if (!s) s = hts_exec(st, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", "set synchronous");
   if (!s) s = hts_migrate(st);
+  if (!s) s = mark_dead_sessions(st);
   return s;
 }
 
@@ -257,7 +336,10 @@ static ht_status open_impl(const char *path, int want_write, ht_store **out) {
     return ht_error(HT_ERR_NOMEM, "out of memory");
   }
   st->readonly = readonly;
-  int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  int writable = exists && access(path, W_OK) == 0 && dir_writable(path) && !immutable;
+  int flags = !readonly ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+              : writable ? SQLITE_OPEN_READWRITE /* made query_only in configure */
+                         : SQLITE_OPEN_READONLY;
   s = open_conn(path, flags, readonly && immutable, &st->db);
   if (!s) s = configure(st);
   if (s) {
@@ -348,6 +430,7 @@ ht_status ht_store_session_begin(ht_store *st, const ht_session_info *si, int64_
   rc |= hts_bind_text(s, 4, si->strategy) | sqlite3_bind_int64(s, 5, (sqlite3_int64)si->seed);
   rc |= sqlite3_bind_int64(s, 6, si->budget_evals) | sqlite3_bind_double(s, 7, si->budget_seconds);
   rc |= hts_bind_text(s, 8, si->options_json) | hts_bind_text(s, 9, host) | sqlite3_bind_double(s, 10, ht_wall_time());
+  rc |= sqlite3_bind_int64(s, 11, (sqlite3_int64)getpid()) | sqlite3_bind_int64(s, 12, process_start(getpid()));
   if (rc != SQLITE_OK) return hts_fail(st, rc, "bind session");
   return hts_step_id(st, s, "begin session", session_id);
 }

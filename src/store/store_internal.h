@@ -11,7 +11,7 @@
  * tables without our id, marks a file as someone else's and we never touch it. */
 #define HTS_APP_ID 0x4854756e
 /* PRAGMA user_version written by the newest migration this build knows. */
-#define HTS_SCHEMA_VERSION 2
+#define HTS_SCHEMA_VERSION 3
 
 /* Hot-path statements, prepared once and kept for the life of the store. Queries whose callbacks
  * may re-enter the store (each_eval, each_session, exports) prepare their own statements. */
@@ -34,6 +34,8 @@ struct ht_store {
   sqlite3 *db;
   char *path;
   int readonly;
+  double lock_wait_since; /* the busy handler's first try */
+  int lock_warned;
   sqlite3_stmt *stmt[HTS_NSTMT];
 };
 
@@ -67,11 +69,13 @@ static inline int hts_bind_id(sqlite3_stmt *s, int i, int64_t id) {
 /* Schema (store_schema.c). */
 typedef struct hts_inspect {
   int app_id, user_version, n_tables;
+  char missing[32]; /* a table the schema version has and the file lacks ("" when none) */
 } hts_inspect;
 /* Checks the file's first bytes before SQLite sees it: magic and truncation. */
 ht_status hts_check_header(const char *path, long long file_size);
-/* Reads application_id, user_version and the table count, and runs quick_check on small files. */
-ht_status hts_inspect_db(sqlite3 *db, const char *path, long long file_size, hts_inspect *out);
+/* Reads application_id, user_version, the table count and the first missing table, and runs
+ * quick_check on a file about to be written, or a small one. */
+ht_status hts_inspect_db(sqlite3 *db, const char *path, long long file_size, int for_writing, hts_inspect *out);
 /* Judges the inspection: a foreign, newer or unusable database is an error. */
 ht_status hts_judge(const char *path, const hts_inspect *in, int readonly);
 /* Runs every migration above the file's user_version, each in its own transaction. */

@@ -52,7 +52,19 @@ static const char *const migrations[] = {
     " n_rows INTEGER, provenance_json TEXT NOT NULL, blob BLOB NOT NULL, created REAL NOT NULL);"
     "CREATE INDEX models_name ON models (name, id);"
     "CREATE INDEX models_kernel ON models (kernel_name, id);",
+    /* 3: the process of a running session (pid and its start time), so a session whose process
+     * died without ending it (kill -9, a lost node) is marked interrupted by the next opener. */
+    "ALTER TABLE sessions ADD COLUMN pid INTEGER;"
+    "ALTER TABLE sessions ADD COLUMN pid_start INTEGER;",
 };
+
+/* The tables each schema version has, in the version that added them: a file missing one is
+ * damaged (a dropped table), and is refused before anything is written to it. */
+static const struct {
+  int version;
+  const char *table;
+} required_tables[] = {{1, "hetune_meta"}, {1, "schema_history"}, {1, "devices"},  {1, "kernels"},
+                       {1, "problems"},    {1, "sessions"},       {1, "evaluations"}, {2, "models"}};
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(N_MIGRATIONS == HTS_SCHEMA_VERSION, "one migration per schema version");
 
@@ -124,12 +136,33 @@ static ht_status quick_check(sqlite3 *db, const char *path) {
   return st;
 }
 
-ht_status hts_inspect_db(sqlite3 *db, const char *path, long long file_size, hts_inspect *out) {
+/* The first table the file's schema version should have and does not, into out->missing. */
+static ht_status find_missing_table(sqlite3 *db, const char *path, hts_inspect *out) {
+  for (size_t i = 0; i < sizeof required_tables / sizeof required_tables[0]; i++) {
+    if (required_tables[i].version > out->user_version) continue;
+    char sql[160];
+    int n = 0;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'",
+             required_tables[i].table);
+    ht_status s = pragma_int(db, path, sql, &n);
+    if (s) return s;
+    if (!n) {
+      snprintf(out->missing, sizeof out->missing, "%s", required_tables[i].table);
+      return HT_OK;
+    }
+  }
+  return HT_OK;
+}
+
+ht_status hts_inspect_db(sqlite3 *db, const char *path, long long file_size, int for_writing, hts_inspect *out) {
   memset(out, 0, sizeof *out);
   ht_status s = pragma_int(db, path, "PRAGMA application_id", &out->app_id);
   if (!s) s = pragma_int(db, path, "PRAGMA user_version", &out->user_version);
   if (!s) s = pragma_int(db, path, "SELECT count(*) FROM sqlite_master", &out->n_tables);
-  if (!s && file_size > 0 && file_size <= QUICK_CHECK_MAX_BYTES) s = quick_check(db, path);
+  if (!s && out->app_id == HTS_APP_ID) s = find_missing_table(db, path, out);
+  /* A file about to be written is checked whole, whatever its size: SQLite would write pages
+   * before it met the damaged one. Reading cannot make damage worse, so large files skip it. */
+  if (!s && file_size > 0 && (for_writing || file_size <= QUICK_CHECK_MAX_BYTES)) s = quick_check(db, path);
   return s;
 }
 
@@ -145,6 +178,9 @@ ht_status hts_judge(const char *path, const hts_inspect *in, int readonly) {
   if (in->user_version > HTS_SCHEMA_VERSION)
     return ht_error(HT_ERR_STORE, "%s: schema version %d is newer than this hetune supports (%d); upgrade hetune",
                     path, in->user_version, HTS_SCHEMA_VERSION);
+  if (in->missing[0])
+    return ht_error(HT_ERR_STORE, "%s: database is damaged: table '%s' of schema version %d is missing", path,
+                    in->missing, in->user_version);
   /* An older file opened read-only is read as it is: migrations only add tables, and readers of
    * a table a file lacks (models) see it empty. */
   (void)readonly;
