@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "space/config_text.h"
 #include "space/space_internal.h"
 
 int ht_config_equal(const ht_config *a, const ht_config *b) {
@@ -22,17 +23,78 @@ void ht_config_values(const ht_space *s, const ht_config *c, ht_value *vars) {
   for (int p = 0; p < s->n_params && p < c->n; p++) vars[p] = ht_space_value(s, p, c->idx[p]);
 }
 
+/* Writes ch at buf[*k] when it fits (keeping buf terminated); *k counts what the whole text needs,
+ * as snprintf does. */
+static void put_char(char ch, char *buf, size_t len, size_t *k) {
+  if (*k + 1 < len) {
+    buf[*k] = ch;
+    buf[*k + 1] = '\0';
+  }
+  ++*k;
+}
+
+/* Names and values go out with '\', ',' and '=' behind a backslash, so that a string value holding
+ * a separator reads back as itself (ht_config_split); other texts are unchanged. */
+static void put_escaped(const char *s, char *buf, size_t len, size_t *k) {
+  for (; *s; s++) {
+    if (*s == '\\' || *s == ',' || *s == '=') put_char('\\', buf, len, k);
+    put_char(*s, buf, len, k);
+  }
+}
+
 int ht_config_format(const ht_space *s, const ht_config *c, char *buf, size_t len) {
   size_t k = 0;
   char val[128];
   if (len) buf[0] = '\0';
   for (int p = 0; p < s->n_params && p < c->n; p++) {
     ht_value_format(ht_space_value(s, p, c->idx[p]), val, sizeof val);
-    int n = snprintf(k < len ? buf + k : NULL, k < len ? len - k : 0, "%s%s=%s", p ? "," : "", s->params[p].name,
-                     val);
-    if (n > 0) k += (size_t)n;
+    if (p) put_char(',', buf, len, &k);
+    put_escaped(s->params[p].name, buf, len, &k);
+    put_char('=', buf, len, &k);
+    put_escaped(val, buf, len, &k);
   }
   return (int)k;
+}
+
+/* The first unescaped sep in t, or NULL. */
+static char *find_unescaped(char *t, char sep) {
+  for (; *t; t++) {
+    if (*t == '\\' && t[1]) t++;
+    else if (*t == sep) return t;
+  }
+  return NULL;
+}
+
+static void unescape(char *t) {
+  char *w = t;
+  for (; *t; t++) *w++ = *t == '\\' && t[1] ? *++t : *t;
+  *w = '\0';
+}
+
+static int blank(const char *t) {
+  while (isspace((unsigned char)*t)) t++;
+  return !*t;
+}
+
+int ht_config_split(char *text, char **names, char **values, int max, char **bad) {
+  int n = 0;
+  for (char *item = text, *next; item; item = next) {
+    char *comma = find_unescaped(item, ',');
+    next = comma ? comma + 1 : NULL;
+    if (comma) *comma = '\0';
+    if (blank(item)) continue;
+    char *eq = find_unescaped(item, '=');
+    if (!eq || n == max) {
+      *bad = item;
+      return eq ? -2 : -1;
+    }
+    *eq = '\0';
+    unescape(item);
+    unescape(eq + 1);
+    names[n] = item;
+    values[n++] = eq + 1;
+  }
+  return n;
 }
 
 /* Trims in place; returns the start. */
@@ -75,11 +137,8 @@ static ht_status no_value(const ht_param *p, const char *text) {
   return ht_error(HT_ERR_INVALID, "value '%s' is not among the values of '%s' (%s)", text, p->name, list);
 }
 
-static ht_status parse_item(const ht_space *s, char *item, ht_config *out, int *seen) {
-  char *eq = strchr(item, '=');
-  if (!eq) return ht_error(HT_ERR_PARSE, "expected NAME=VALUE, found '%s'", trim(item));
-  *eq = '\0';
-  char *name = trim(item), *value = trim(eq + 1);
+static ht_status parse_item(const ht_space *s, char *name_text, char *value_text, ht_config *out, int *seen) {
+  char *name = trim(name_text), *value = trim(value_text);
   int p = ht_space_param_index(s, name);
   if (p < 0) return ht_error(HT_ERR_NOTFOUND, "unknown parameter '%s'", name);
   if (seen[p]) return ht_error(HT_ERR_INVALID, "parameter '%s' given twice", name);
@@ -97,9 +156,12 @@ ht_status ht_config_parse(const ht_space *s, const char *text, ht_config *out) {
   int seen[HT_MAX_PARAMS] = {0};
   ht_config c = {.n = s->n_params};
   ht_status st = HT_OK;
-  char *save = NULL;
-  for (char *item = strtok_r(copy, ",", &save); item && !st; item = strtok_r(NULL, ",", &save))
-    if (*trim(item)) st = parse_item(s, item, &c, seen);
+  char *names[HT_MAX_PARAMS], *values[HT_MAX_PARAMS];
+  char *bad = NULL;
+  int n = ht_config_split(copy, names, values, HT_MAX_PARAMS, &bad);
+  if (n == -1) st = ht_error(HT_ERR_PARSE, "expected NAME=VALUE, found '%s'", trim(bad));
+  if (n == -2) st = ht_error(HT_ERR_INVALID, "more than %d parameters", HT_MAX_PARAMS);
+  for (int i = 0; i < n && !st; i++) st = parse_item(s, names[i], values[i], &c, seen);
   for (int p = 0; p < s->n_params && !st; p++)
     if (!seen[p]) st = ht_error(HT_ERR_INVALID, "parameter '%s' is missing", s->params[p].name);
   free(copy);

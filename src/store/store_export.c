@@ -7,7 +7,9 @@
  * "invalidity" (timeout|compile|runtime|correctness|constraints|correct), "correctness" and
  * "measurements" [{"name", "value", "unit"}]. Kernel Tuner's own writer says "compilation" where
  * the schema says "compilation_time"; we follow the schema. The schema allows extra properties,
- * so each result also carries a "hetune" object with the provenance T4 has no field for. */
+ * so each result also carries a "hetune" object with the provenance T4 has no field for, and the
+ * file a "metadata": {"timeunit": "seconds"}, where Kernel Tuner 1.5 says the unit of its times
+ * ("milliseconds"); every time here is in seconds, the measurements say "s". */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -220,11 +222,11 @@ static json_t *t4_times(const ht_result *r) {
 static json_t *t4_measurements(const ht_result *r) {
   json_t *m = json_array();
   if (isfinite(r->time_s)) json_array_append_new(m, json_pack("{s:s, s:f, s:s}", "name", "time", "value", r->time_s, "unit", "s"));
-  for (int i = 0; i < r->n_metrics; i++) {
-    double v = r->metrics[i].value;
-    json_array_append_new(m, json_pack("{s:s, s:o, s:s}", "name", r->metrics[i].name, "value",
-                                       isfinite(v) ? json_real(v) : json_null(), "unit", ""));
-  }
+  /* A metric that has no value is left out: the schema's values are numbers, strings or arrays. */
+  for (int i = 0; i < r->n_metrics; i++)
+    if (isfinite(r->metrics[i].value))
+      json_array_append_new(m, json_pack("{s:s, s:f, s:s}", "name", r->metrics[i].name, "value", r->metrics[i].value,
+                                         "unit", ""));
   return m;
 }
 
@@ -268,7 +270,8 @@ static int t4_row(const ht_eval_record *rec, void *p) {
 ht_status ht_store_export_t4(ht_store *st, const ht_eval_filter *f, FILE *out) {
   if (!st || !out) return ht_error(HT_ERR_INVALID, "export_t4: NULL argument");
   t4_ctx c = {.out = out};
-  fputs("{\"schema_version\": \"1.0.0\", \"results\": [", out);
+  /* Kernel Tuner (1.5) reads the unit of "times" from metadata.timeunit; ours are seconds. */
+  fputs("{\"schema_version\": \"1.0.0\", \"metadata\": {\"timeunit\": \"seconds\"}, \"results\": [", out);
   ht_status s = ht_store_each_eval(st, f, t4_row, &c);
   if (!s && c.oom) s = ht_error(HT_ERR_NOMEM, "%s: T4 export: cannot build a record", st->path);
   fputs(c.n ? "\n]}\n" : "]}\n", out);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hetune/replay.h"
+#include "space/config_text.h"
 #include "tune/recorded_internal.h"
 
 /* ---- building ---- */
@@ -57,9 +58,24 @@ static ht_status check_ident(rec_builder *b, int which, const char *value, size_
   return HT_OK;
 }
 
+/* A NaN equals nothing, itself included: no config could name the value, and typed as a number it
+ * would sort and compare as equal to any other (taking another config's time). */
+static ht_status check_not_nan(const rec_builder *b, int n, const char *const *names, const char *const *texts,
+                               size_t row) {
+  for (int i = 0; i < n; i++) {
+    char *end;
+    double d = strtod(texts[i], &end);
+    if (end != texts[i] && !*end && isnan(d))
+      return ht_error(HT_ERR_PARSE, "%s: row %zu: parameter '%s' is '%s', which names no value (NaN equals nothing)",
+                      b->source, row, names[i], texts[i]);
+  }
+  return HT_OK;
+}
+
 ht_status rec_builder_add(rec_builder *b, int n, const char *const *names, const char *const *texts,
                           const rec_outcome *o, const char *const ident[3], size_t row) {
   ht_status st = set_names(b, n, names, row);
+  if (!st) st = check_not_nan(b, n, names, texts, row);
   for (int i = 0; !st && i < 3; i++) st = check_ident(b, i, ident ? ident[i] : NULL, row);
   if (st) return st;
   if (b->n_rows == b->cap) {
@@ -379,24 +395,15 @@ ht_status ht_recorded_from_store(ht_store *st, const char *kernel, const char *d
   return s;
 }
 
-/* "A=1,B=x" -> names and texts. */
+/* "A=1,B=x" (escaped as ht_config_format writes it) -> names and texts. */
 ht_status rec_add_config_text(rec_builder *b, const char *text, const rec_outcome *o, const char *const ident[3],
                               size_t row) {
   char *copy = ht_strdup(text ? text : "");
-  const char *names[HT_MAX_PARAMS], *texts[HT_MAX_PARAMS];
-  int n = 0;
+  char *names[HT_MAX_PARAMS], *texts[HT_MAX_PARAMS], *bad = NULL;
   if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
-  for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(tok, '=');
-    if (!eq || eq == tok || n == HT_MAX_PARAMS) {
-      free(copy);
-      return ht_error(HT_ERR_PARSE, "%s: row %zu: config '%s' is not NAME=VALUE,...", b->source, row, text);
-    }
-    *eq = '\0';
-    names[n] = tok;
-    texts[n++] = eq + 1;
-  }
-  ht_status st = rec_builder_add(b, n, names, texts, o, ident, row);
+  int n = ht_config_split(copy, names, texts, HT_MAX_PARAMS, &bad);
+  ht_status st = n < 0 ? ht_error(HT_ERR_PARSE, "%s: row %zu: config '%s' is not NAME=VALUE,...", b->source, row, text)
+                       : rec_builder_add(b, n, (const char *const *)names, (const char *const *)texts, o, ident, row);
   free(copy);
   return st;
 }

@@ -104,12 +104,23 @@ static ht_status add_json_config(rec_builder *b, json_t *cfg, json_t *keys, cons
   return rec_builder_add(b, n, names, texts, o, ident, row);
 }
 
-static double unit_scale(const char *unit) {
-  if (!unit || !strcmp(unit, "s")) return 1.0;
-  if (!strcmp(unit, "ms")) return 1e-3;
-  if (!strcmp(unit, "us")) return 1e-6;
-  if (!strcmp(unit, "ns")) return 1e-9;
-  return NAN;
+/* Time units by the names T4 writers give them: Kernel Tuner writes "milliseconds" in
+ * metadata.timeunit and "ms" in measurements, hetune "seconds" and "s". */
+static ht_status time_unit(const rec_builder *b, const char *unit, const char *where, double *scale) {
+  static const struct {
+    const char *name;
+    double scale;
+  } units[] = {{"s", 1},           {"sec", 1},          {"second", 1},        {"seconds", 1},
+               {"ms", 1e-3},       {"millisecond", 1e-3}, {"milliseconds", 1e-3}, {"us", 1e-6},
+               {"\xc2\xb5s", 1e-6}, {"microsecond", 1e-6}, {"microseconds", 1e-6}, {"ns", 1e-9},
+               {"nanosecond", 1e-9}, {"nanoseconds", 1e-9}};
+  for (size_t i = 0; unit && i < sizeof units / sizeof units[0]; i++)
+    if (!strcmp(unit, units[i].name)) {
+      *scale = units[i].scale;
+      return HT_OK;
+    }
+  return ht_error(HT_ERR_PARSE, "%s: %s: unknown time unit '%s' (known: seconds, milliseconds, microseconds, "
+                  "nanoseconds, or s, ms, us, ns)", b->source, where, unit ? unit : "(not a string)");
 }
 
 static double jnum(json_t *o, const char *key) {
@@ -117,8 +128,51 @@ static double jnum(json_t *o, const char *key) {
   return json_is_number(v) ? json_number_value(v) : 0.0;
 }
 
-/* T4: time from the "time" measurement (its unit), cost from "times" (seconds). */
-static ht_status t4_entry(rec_builder *b, json_t *e, size_t row) {
+/* The unit of the results' "times": metadata.timeunit; without one, milliseconds in files from
+ * Kernel Tuner's writer (it names the times "compilation" and "benchmark", and wrote milliseconds
+ * before it wrote a timeunit), else seconds (hetune's exports before they wrote one). */
+static ht_status t4_times_unit(const rec_builder *b, json_t *root, json_t *results, double *scale) {
+  json_t *unit = json_object_get(json_object_get(root, "metadata"), "timeunit"), *e;
+  if (unit) return time_unit(b, json_string_value(unit), "metadata.timeunit", scale);
+  *scale = 1.0;
+  size_t i;
+  json_array_foreach(results, i, e) {
+    json_t *t = json_object_get(e, "times");
+    if (json_object_get(t, "compilation") || json_object_get(t, "benchmark")) *scale = 1e-3;
+  }
+  return HT_OK;
+}
+
+/* What evaluating the config took: compile, runs, framework and validation. Kernel Tuner's
+ * "benchmark" covers the runs and their overhead; without it, the runs' own times. */
+static double t4_cost(json_t *t, double scale) {
+  double sum = jnum(t, "compilation_time") + jnum(t, "compilation") + jnum(t, "framework") + jnum(t, "validation");
+  json_t *bench = json_object_get(t, "benchmark"), *rt;
+  size_t i;
+  if (json_is_number(bench)) sum += json_number_value(bench);
+  else json_array_foreach(json_object_get(t, "runtimes"), i, rt) sum += json_is_number(rt) ? json_number_value(rt) : 0;
+  return sum * scale;
+}
+
+/* The "time" measurement in seconds: in its own unit, or the file's when it names none. */
+static ht_status t4_time(const rec_builder *b, json_t *e, double times_scale, size_t row, double *time_s) {
+  json_t *m;
+  size_t i;
+  json_array_foreach(json_object_get(e, "measurements"), i, m) {
+    const char *name = json_string_value(json_object_get(m, "name"));
+    if (!name || strcmp(name, "time") != 0) continue;
+    const char *unit = json_string_value(json_object_get(m, "unit"));
+    double scale = times_scale;
+    char where[64];
+    snprintf(where, sizeof where, "result %zu, measurement 'time'", row);
+    if (unit && *unit && time_unit(b, unit, where, &scale)) return HT_ERR_PARSE;
+    *time_s = jnum(m, "value") * scale;
+  }
+  return HT_OK;
+}
+
+/* T4: time from the "time" measurement, cost from "times" (times_scale: their unit in seconds). */
+static ht_status t4_entry(rec_builder *b, json_t *e, double times_scale, size_t row) {
   json_t *cfg = json_object_get(e, "configuration");
   const char *inv = json_string_value(json_object_get(e, "invalidity"));
   if (!json_is_object(cfg) || !inv) return ht_error(HT_ERR_PARSE, "%s: result %zu lacks configuration or invalidity", b->source, row);
@@ -126,15 +180,8 @@ static ht_status t4_entry(rec_builder *b, json_t *e, size_t row) {
   if (strcmp(inv, "correct") != 0 && ht_eval_status_parse(inv, &o.status))
     return ht_error(HT_ERR_PARSE, "%s: result %zu: unknown invalidity '%s'", b->source, row, inv);
   if (o.status == HT_EVAL_CONSTRAINTS) return HT_OK; /* not part of the valid space */
-  json_t *m, *ms = json_object_get(e, "measurements");
-  size_t i;
-  json_array_foreach(ms, i, m) {
-    if (!json_is_string(json_object_get(m, "name")) || strcmp(json_string_value(json_object_get(m, "name")), "time")) continue;
-    o.time_s = jnum(m, "value") * unit_scale(json_string_value(json_object_get(m, "unit")));
-  }
-  json_t *t = json_object_get(e, "times"), *rt;
-  o.cost_s = jnum(t, "compilation_time") + jnum(t, "compilation") + jnum(t, "framework") + jnum(t, "validation");
-  json_array_foreach(json_object_get(t, "runtimes"), i, rt) o.cost_s += json_is_number(rt) ? json_number_value(rt) : 0;
+  if (t4_time(b, e, times_scale, row, &o.time_s)) return HT_ERR_PARSE;
+  o.cost_s = t4_cost(json_object_get(e, "times"), times_scale);
   json_t *prov = json_object_get(e, "hetune");
   const char *ident[3] = {json_string_value(json_object_get(prov, "kernel")),
                           json_string_value(json_object_get(prov, "device_id")),
@@ -142,13 +189,15 @@ static ht_status t4_entry(rec_builder *b, json_t *e, size_t row) {
   return add_json_config(b, cfg, NULL, &o, ident, row);
 }
 
-/* Kernel Tuner cache: times in milliseconds; failures are strings in "time". */
+/* Kernel Tuner cache: times in milliseconds. A failure is "__error__": "CompilationFailedConfig"
+ * and the like (Kernel Tuner 1.x, with no "time") or that name in "time" (older caches). */
 static ht_status kt_entry(rec_builder *b, json_t *e, json_t *keys, size_t row) {
   json_t *time = json_object_get(e, "time");
+  const char *what = json_string_value(json_object_get(e, "__error__"));
   rec_outcome o = {HT_EVAL_OK, NAN, 0};
-  if (json_is_number(time)) o.time_s = json_number_value(time) * 1e-3;
+  if (!what && json_is_number(time)) o.time_s = json_number_value(time) * 1e-3;
   else {
-    const char *what = json_string_value(time);
+    if (!what) what = json_string_value(time);
     if (!what) return ht_error(HT_ERR_PARSE, "%s: cache entry %zu has no time", b->source, row);
     if (strstr(what, "Invalid")) return HT_OK; /* violates the restrictions: not in the space */
     o.status = strstr(what, "Compil") ? HT_EVAL_COMPILE : strstr(what, "Timeout") ? HT_EVAL_TIMEOUT : HT_EVAL_RUNTIME;
@@ -158,21 +207,52 @@ static ht_status kt_entry(rec_builder *b, json_t *e, json_t *keys, size_t row) {
   return add_json_config(b, e, keys, &o, NULL, row);
 }
 
+/* The parameter names of a Kernel Tuner cache, as a new reference (NULL: none, error set). An entry
+ * mixes them with results and metrics of any name, so they come from "tune_params_keys", or else
+ * the keys of "tune_params". */
+static json_t *kt_keys(const rec_builder *b, json_t *root) {
+  json_t *keys = json_object_get(root, "tune_params_keys"), *params = json_object_get(root, "tune_params"), *v;
+  if (json_is_array(keys)) return json_incref(keys);
+  if (!json_is_object(params)) {
+    ht_error(HT_ERR_PARSE, "%s: a Kernel Tuner cache without \"tune_params_keys\" or \"tune_params\": its entries do "
+             "not say which fields are parameters", b->source);
+    return NULL;
+  }
+  const char *k;
+  keys = json_array();
+  json_object_foreach(params, k, v) json_array_append_new(keys, json_string(k));
+  return keys;
+}
+
+static ht_status load_t4(rec_builder *b, json_t *root, json_t *results) {
+  double scale;
+  ht_status st = t4_times_unit(b, root, results, &scale);
+  size_t i;
+  json_t *e;
+  json_array_foreach(results, i, e) if (!st) st = t4_entry(b, e, scale, i + 1);
+  return st;
+}
+
+static ht_status load_kt_cache(rec_builder *b, json_t *root, json_t *cache) {
+  json_t *keys = kt_keys(b, root), *e;
+  if (!keys) return HT_ERR_PARSE;
+  ht_status st = HT_OK;
+  size_t row = 0;
+  const char *k;
+  json_object_foreach(cache, k, e) if (!st) st = kt_entry(b, e, keys, ++row);
+  json_decref(keys);
+  return st;
+}
+
 static ht_status load_json(rec_builder *b, const char *text) {
   json_error_t err;
   json_t *root = json_loads(text, 0, &err);
   if (!root) return ht_error(HT_ERR_PARSE, "%s:%d:%d: %s", b->source, err.line, err.column, err.text);
-  ht_status st = HT_OK;
-  json_t *results = json_object_get(root, "results"), *cache = json_object_get(root, "cache"), *e;
-  size_t row = 0;
-  if (json_is_array(results)) {
-    size_t i;
-    json_array_foreach(results, i, e) if (!st) st = t4_entry(b, e, ++row);
-  } else if (json_is_object(cache)) {
-    json_t *keys = json_object_get(root, "tune_params_keys");
-    const char *k;
-    json_object_foreach(cache, k, e) if (!st) st = kt_entry(b, e, keys, ++row);
-  } else
+  ht_status st;
+  json_t *results = json_object_get(root, "results"), *cache = json_object_get(root, "cache");
+  if (json_is_array(results)) st = load_t4(b, root, results);
+  else if (json_is_object(cache)) st = load_kt_cache(b, root, cache);
+  else
     st = ht_error(HT_ERR_PARSE, "%s: neither a T4 results file (\"results\") nor a Kernel Tuner cache (\"cache\")", b->source);
   json_decref(root);
   return st;
