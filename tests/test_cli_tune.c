@@ -239,6 +239,21 @@ static void test_huge_space_starts_at_once(void **state) {
   free(r);
 }
 
+/* ---- two configs whose values share their first 300 characters are two configs ---- */
+
+static void test_long_values_do_not_collide(void **state) {
+  (void)state;
+  char params[1024], a[301];
+  memset(a, 'a', 300);
+  a[300] = '\0';
+  snprintf(params, sizeof params, "{\"U\": [2], \"S\": [\"%s1\", \"%s2\"]}", a, a);
+  write_spec("long", "klong", "good.c", params, "");
+  run_out *r = malloc(sizeof *r);
+  run(r, "tune", spec_path("long"), "--db", db_path("long"), "--quiet", "--strategy", "brute_force");
+  if (r->rc != 0 || !strstr(r->out, "evaluated 2 (measured 2, reused 0)")) fail_msg("tune:\n%s%s", r->out, r->err);
+  free(r);
+}
+
 /* ---- best and show take a spec file or a kernel name; tune defaults to auto ---- */
 
 static void test_best_and_show_forms(void **state) {
@@ -291,6 +306,7 @@ int main(void) {
     cmocka_unit_test(test_verbose_prints_whole_reason), cmocka_unit_test(test_ctrl_c_exits_130),
     cmocka_unit_test(test_noisy_best_is_flagged),   cmocka_unit_test(test_best_and_show_forms),
     cmocka_unit_test(test_option_forms),             cmocka_unit_test(test_huge_space_starts_at_once),
+    cmocka_unit_test(test_long_values_do_not_collide),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -99,8 +99,13 @@ typedef enum { HT_NEIGH_HAMMING = 0, HT_NEIGH_ADJACENT = 1 } ht_neighbour_kind;
 ht_status ht_space_neighbours(ht_space *s, const ht_config *c, ht_neighbour_kind kind, ht_config *out, int max,
                               int *n);
 
-/* "TX=16,TY=8,VEC=float4" */
+/* "TX=16,TY=8,VEC=float4"; a ',', '=' or '\' inside a name or value is escaped with '\', so the
+ * text reads back as the same config. Returns the length of the whole text (as snprintf does):
+ * a text of len or more characters was cut. */
 int ht_config_format(const ht_space *s, const ht_config *c, char *buf, size_t len);
+/* The whole text of ht_config_format, however long (malloc'ed; NULL when out of memory): what
+ * keys configs in the store, so two configs never share a key. */
+char *ht_config_text(const ht_space *s, const ht_config *c);
 /* Parses "TX=16,TY=8" (all parameters must be named, values must be in the lists). */
 ht_status ht_config_parse(const ht_space *s, const char *text, ht_config *out);
 /* Binds parameter values into vars[0..n_params) (order of ht_space_param_name). */

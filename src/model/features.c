@@ -22,6 +22,7 @@
 
 #include "hetune/model.h"
 #include "model/features_internal.h"
+#include "space/config_text.h"
 
 enum { MAX_FEATURES = HT_MODEL_MAX_FEATURES };
 
@@ -184,20 +185,21 @@ ht_status ht_features_compute(ht_feature_set *fs, const int64_t *sizes, const ht
 
 typedef ht_status (*assign_fn)(const ht_spec *s, const char *name, const char *value, void *out, const char *where);
 
+/* Calls fn for each NAME=VALUE of text, in the escaped form config keys are written in. */
 static ht_status each_assignment(const ht_spec *s, const char *text, assign_fn fn, void *out, const char *where) {
-  char buf[1024];
-  if (strlen(text) >= sizeof buf) return ht_error(HT_ERR_INVALID, "%s: text too long", where);
-  strcpy(buf, text);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    while (*tok == ' ') tok++;
-    char *eq = strchr(tok, '=');
-    if (!eq) return ht_error(HT_ERR_INVALID, "%s: '%s': expected NAME=VALUE", where, tok);
-    *eq = 0;
-    ht_status st = fn(s, tok, eq + 1, out, where);
-    if (st) return st;
+  char *buf = ht_strdup(text), *names[HT_MAX_PARAMS + 64], *values[HT_MAX_PARAMS + 64], *bad = NULL;
+  if (!buf) return ht_error(HT_ERR_NOMEM, "out of memory");
+  int n = ht_config_split(buf, names, values, HT_MAX_PARAMS + 64, &bad);
+  ht_status st = HT_OK;
+  if (n == -1) st = ht_error(HT_ERR_INVALID, "%s: '%s': expected NAME=VALUE", where, bad);
+  else if (n < 0) st = ht_error(HT_ERR_INVALID, "%s: '%s': too many NAME=VALUE items", where, text);
+  for (int i = 0; !st && i < n; i++) {
+    const char *name = names[i];
+    while (*name == ' ') name++;
+    st = fn(s, name, values[i], out, where);
   }
-  return HT_OK;
+  free(buf);
+  return st;
 }
 
 static ht_status assign_size(const ht_spec *s, const char *name, const char *value, void *out, const char *where) {
@@ -224,8 +226,9 @@ static ht_status assign_param(const ht_spec *s, const char *name, const char *va
     if (strcmp(p->name, name) != 0) continue;
     for (int j = 0; j < p->n_values; j++) {
       char t[64];
-      ht_value_format(p->values[j], t, sizeof t);
-      if (strcmp(t, value) == 0) {
+      const ht_value *pv = &p->values[j];
+      if (pv->kind != HT_VAL_STR) ht_value_format(*pv, t, sizeof t); /* strings compare whole */
+      if (strcmp(pv->kind == HT_VAL_STR ? pv->u.s : t, value) == 0) {
         params[i] = p->values[j];
         return HT_OK;
       }

@@ -44,16 +44,24 @@ static void put_escaped(const char *s, char *buf, size_t len, size_t *k) {
 
 int ht_config_format(const ht_space *s, const ht_config *c, char *buf, size_t len) {
   size_t k = 0;
-  char val[128];
+  char num[64]; /* %.17g and integers fit; strings go out whole, never through a fixed buffer */
   if (len) buf[0] = '\0';
   for (int p = 0; p < s->n_params && p < c->n; p++) {
-    ht_value_format(ht_space_value(s, p, c->idx[p]), val, sizeof val);
+    ht_value v = ht_space_value(s, p, c->idx[p]);
+    if (v.kind != HT_VAL_STR) ht_value_format(v, num, sizeof num);
     if (p) put_char(',', buf, len, &k);
     put_escaped(s->params[p].name, buf, len, &k);
     put_char('=', buf, len, &k);
-    put_escaped(val, buf, len, &k);
+    put_escaped(v.kind == HT_VAL_STR ? v.u.s : num, buf, len, &k);
   }
   return (int)k;
+}
+
+char *ht_config_text(const ht_space *s, const ht_config *c) {
+  size_t need = (size_t)ht_config_format(s, c, NULL, 0) + 1;
+  char *t = malloc(need);
+  if (t) ht_config_format(s, c, t, need);
+  return t;
 }
 
 /* The first unescaped sep in t, or NULL. */

@@ -32,7 +32,7 @@ typedef struct tune_ctx {
   ht_tune_progress progress;
   ht_tune_summary *sum;
   double t0;
-  char config_key[1024]; /* the config in hand, formatted once */
+  char *config_key;      /* the config in hand, formatted once (whole: it keys the store) */
   ht_result result;      /* its result */
   measured_config *ok;   /* this session's successful configs, for the confirmation */
   int n_ok, cap_ok;
@@ -56,7 +56,9 @@ static ht_status register_run(tune_ctx *c) {
 
 /* Measures cfg, or (reuse) takes it from the store when it was measured before. */
 static ht_status evaluate(tune_ctx *c, const ht_config *cfg, int reuse, ht_result *res, int *reused) {
-  ht_config_format(c->space, cfg, c->config_key, sizeof c->config_key);
+  free(c->config_key);
+  c->config_key = ht_config_text(c->space, cfg);
+  if (!c->config_key) return ht_error(HT_ERR_NOMEM, "out of memory");
   char *json = ht_spec_config_json(c->spec, c->space, cfg);
   c->key.config_key = c->config_key;
   c->key.config_json = json ? json : "{}";
@@ -260,6 +262,7 @@ ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *store, c
   if (!st && opt->confirm > 0 && c.n_ok > 0 && !(opt->stop && *opt->stop)) st = confirm(&c);
   finish(&c, st);
   free(c.ok);
+  free(c.config_key);
   ht_space_destroy(c.space);
   ht_runner_destroy(c.runner);
   return st;
