@@ -207,6 +207,15 @@ static void test_parse_errors(void **state) {
   memset(deep, '-', 3000);
   strcpy(deep + 3000, "1");
   check_error(deep, HT_ERR_PARSE, "nested too deeply");
+  /* a chained comparison's middle operand is compiled twice: nested 24 deep, 2^24 copies, unless
+   * the code size is bounded (found by fuzzing: 2.7 KB of text took 80 ms and growing) */
+  strcpy(deep, "a");
+  for (int i = 0; i < 24; i++) {
+    char inner[4000];
+    memcpy(inner, deep, sizeof inner);
+    if (snprintf(deep, sizeof deep, "1 < (%.3000s) < 2", inner) < 0) fail();
+  }
+  check_error(deep, HT_ERR_PARSE, "expression too large");
 }
 
 static void test_uses(void **state) {

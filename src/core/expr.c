@@ -10,6 +10,7 @@
 #define MAX_NESTING 300 /* parser recursion guard: deep input must fail, not overflow the C stack */
 #define MAX_ARGS 64
 #define MAX_CHAIN 32 /* a < b < c < ... */
+#define MAX_CODE 65536 /* instructions of one expression */
 
 static const struct {
   const char *name;
@@ -207,6 +208,11 @@ static void next(parser *p) {
 /* ---- code emission ---- */
 static int emit(parser *p, int op, int a, int32_t b) {
   if (p->failed) return -1;
+  if (p->n_code >= MAX_CODE) { /* chained comparisons copy their middle operands: nested, that doubles */
+    p->failed = HT_ERR_PARSE;
+    ht_error(HT_ERR_PARSE, "column %d: expression too large (over %d instructions)", p->tok.start + 1, MAX_CODE);
+    return -1;
+  }
   if (p->n_code == p->cap_code) {
     int cap = p->cap_code ? p->cap_code * 2 : 32;
     instr *c = realloc(p->code, (size_t)cap * sizeof *c);
