@@ -54,8 +54,8 @@ static const char *const migrations[] = {
     "CREATE INDEX models_kernel ON models (kernel_name, id);",
     /* 3: the process of a running session (pid and its start time), so a session whose process
      * died without ending it (kill -9, a lost node) is marked interrupted by the next opener. */
-    "ALTER TABLE sessions ADD COLUMN pid INTEGER;"
-    "ALTER TABLE sessions ADD COLUMN pid_start INTEGER;",
+    ("ALTER TABLE sessions ADD COLUMN pid INTEGER;"
+     "ALTER TABLE sessions ADD COLUMN pid_start INTEGER;"),
 };
 
 /* The tables each schema version has, in the version that added them: a file missing one is
