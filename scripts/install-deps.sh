@@ -12,7 +12,8 @@ PACKAGES="build-essential cmake pkg-config git
   libopenblas-dev liblapacke-dev
   libxgboost-dev libsvm-dev
   libhwloc-dev
-  libclblast1"
+  libclblast1
+  python3 python3-jsonschema"
 
 missing=""
 for p in $PACKAGES; do

@@ -329,8 +329,10 @@ static ht_status parse_root(spec_ctx *c, json_t *root) {
   if (!json_is_object(root)) return spec_fail_at(c, spec_text_root(c), HT_ERR_INVALID, "the spec must be a JSON object");
   static const char *const keys[] = {"name",        "sizes",   "size_defines", "arguments", "parameters",
                                      "constraints", "metrics", "work",         "reference", "tolerance",
-                                     "seed",        SPEC_KERNEL_KEYS,          NULL};
+                                     "seed",        "$schema", SPEC_KERNEL_KEYS, NULL};
   if ((st = spec_check_keys(c, root, spec_text_root(c), "", keys))) return st;
+  const char *schema; /* where editors find the JSON Schema; nothing to hetune */
+  if ((st = spec_string(c, root, "$schema", 0, &schema))) return st;
   if ((st = spec_string(c, root, "name", 1, &name))) return st;
   s->name = ht_strdup(name);
   json_t *sd = json_object_get(root, "size_defines"), *seed = json_object_get(root, "seed");

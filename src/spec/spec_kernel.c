@@ -339,7 +339,7 @@ ht_status spec_hash(spec_ctx *c, json_t *root) {
   ht_spec *s = c->spec;
   json_t *copy = json_deep_copy(root);
   if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
-  const char *skip[] = {"sizes", "parameters", "constraints", "metrics", "work", "name"};
+  const char *skip[] = {"sizes", "parameters", "constraints", "metrics", "work", "name", "$schema"};
   for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) json_object_del(copy, skip[i]);
   char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT);
   json_decref(copy);
