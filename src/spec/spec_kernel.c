@@ -214,16 +214,18 @@ static ht_status parse_init(spec_ctx *c, json_t *v, const char *name, ht_spec_ar
   const char *text = spec_text_member(c->obj, "init", 1);
   ht_status st = json_is_object(v) ? spec_check_keys(c, v, text, where, keys) : HT_OK;
   if (st) return st;
+  /* one form at a time: {"fill": 2, "random": [0, 1]} would leave one of them unused */
   json_t *r = json_object_get(v, "random"), *f = json_object_get(v, "fill"), *file = json_object_get(v, "file");
-  if (json_is_object(v) && json_object_size(v) == 1 && r && json_is_array(r) && json_array_size(r) == 2 &&
-      json_is_number(json_array_get(r, 0)) && json_is_number(json_array_get(r, 1))) {
+  int one = json_is_object(v) && json_object_size(v) == 1;
+  if (one && json_is_array(r) && json_array_size(r) == 2 && json_is_number(json_array_get(r, 0)) &&
+      json_is_number(json_array_get(r, 1))) {
     a->init = HT_INIT_RANDOM;
     a->lo = json_number_value(json_array_get(r, 0));
     a->hi = json_number_value(json_array_get(r, 1));
-  } else if (json_is_object(v) && json_object_size(v) == 1 && f && json_is_number(f)) {
+  } else if (one && json_is_number(f)) {
     a->init = HT_INIT_FILL;
     a->fill = json_number_value(f);
-  } else if (json_is_object(v) && json_object_size(v) == 1 && file && json_is_string(file)) {
+  } else if (one && json_is_string(file)) {
     a->init = HT_INIT_FILE;
     a->file = resolve(c->dir, json_string_value(file));
     if (a->file && access(a->file, R_OK) != 0)

@@ -5,12 +5,16 @@
  * defines a real build uses (the first value of each parameter), so the compiler itself finds a
  * conflict; its message is turned into an error naming the argument.
  *
- * Declared types are exact, but a read-only buffer may be declared `const` or not, and the
- * return type is ignored: when the compiler prints the kernel's own type (GCC does), a conflict
- * only in those is accepted. A compiler that prints no types gets the conflict reported as it
- * is. No compiler, or one that does not finish: the check is skipped (every config's compile
- * would fail anyway and be recorded as such). A source that does not compile with the first
- * values without conflicting with the declaration passes: its configs' compiles report that. */
+ * Declared types are exact, but a read-only buffer may be declared `const` or not, typedefs,
+ * `long long` for `long` and a return value change nothing in the call: the kernel's own type,
+ * which GCC and Clang print for the pointer compiled before the declaration, is compared with
+ * the list by what the call passes, and a conflict only in those is accepted. A compiler that
+ * prints no type gets the conflict reported as it is.
+ *
+ * No compiler, one that does not finish or no writable cache folder: the check is skipped (with
+ * no compiler, every config's compile fails anyway and is recorded as such). A source that does
+ * not compile at the first values, for a reason other than the declaration, passes: its configs'
+ * compiles report that. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,36 +138,47 @@ static void read_conflict(const char *log, const char *entry, conflict *k) {
 
 /* ---- comparing types as the call sees them ---- */
 
-/* A C type reduced to what matters to the call: "*f32" for `const float *restrict`, "i64" for
- * `long long`, "c8" for plain char (signed or not by platform), "?" for anything else. */
+/* The words of a C type as the compiler prints it. */
+typedef struct ctype {
+  int ptr, is_unsigned, is_signed, longs, is_short, is_char, is_int, other;
+  const char *real; /* "f32", "f64", "void" */
+} ctype;
+
+static void classify(char *word, ctype *t) {
+  static const char *const ignored[] = {"const", "volatile", "restrict", "__restrict", "__restrict__", ""};
+  for (; *word == '*'; word++) t->ptr++;
+  size_t n = strlen(word);
+  for (; n && word[n - 1] == '*'; n--) t->ptr++;
+  word[n] = '\0';
+  for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++)
+    if (strcmp(word, ignored[i]) == 0) return;
+  if (!strcmp(word, "unsigned")) t->is_unsigned = 1;
+  else if (!strcmp(word, "signed")) t->is_signed = 1;
+  else if (!strcmp(word, "long")) t->longs++;
+  else if (!strcmp(word, "short")) t->is_short = 1;
+  else if (!strcmp(word, "char")) t->is_char = 1;
+  else if (!strcmp(word, "int")) t->is_int = 1;
+  else if (!strcmp(word, "float")) t->real = "f32";
+  else if (!strcmp(word, "double")) t->real = "f64";
+  else if (!strcmp(word, "void")) t->real = "void";
+  else t->other = 1; /* a struct, _Bool, __int128, a name the compiler did not spell out */
+}
+
+/* A C type reduced to what matters to the call: "*f32" for `const float * restrict`, "i64" for
+ * `long long int`, "c8" for plain char (signed or not by platform), "?" for anything else. */
 static void canonical(const char *type, char *out, size_t len) {
-  int ptr = 0, is_unsigned = 0, longs = 0, is_short = 0, is_char = 0, is_int = 0, other = 0;
-  const char *base = NULL;
+  ctype t = {0};
   char buf[256];
   snprintf(buf, sizeof buf, "%s", type);
-  if (strpbrk(buf, "([")) other = 1;
-  for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
-    for (; *t == '*'; t++) ptr++;
-    size_t n = strlen(t);
-    for (; n && t[n - 1] == '*'; n--) ptr++;
-    t[n] = '\0';
-    if (!*t || !strcmp(t, "const") || !strcmp(t, "volatile") || !strcmp(t, "restrict") ||
-        !strcmp(t, "__restrict") || !strcmp(t, "__restrict__") || !strcmp(t, "signed")) continue;
-    if (!strcmp(t, "unsigned")) is_unsigned = 1;
-    else if (!strcmp(t, "long")) longs++;
-    else if (!strcmp(t, "short")) is_short = 1;
-    else if (!strcmp(t, "char")) is_char = 1;
-    else if (!strcmp(t, "int")) is_int = 1;
-    else if (!strcmp(t, "float") || !strcmp(t, "double") || !strcmp(t, "void")) base = strcmp(t, "float") == 0 ? "f32" : strcmp(t, "double") == 0 ? "f64" : "void";
-    else other = 1;
-  }
-  int bits = is_char ? 8 : is_short ? 16 : longs ? 64 : 32;
+  t.other = strpbrk(buf, "([") != NULL; /* function pointers, arrays */
+  for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) classify(w, &t);
+  int integer = t.is_unsigned || t.is_signed || t.longs || t.is_short || t.is_char || t.is_int;
   char scalar[16];
-  if (other || (base && (longs || is_unsigned || is_short || is_char || is_int))) snprintf(scalar, sizeof scalar, "?");
-  else if (base) snprintf(scalar, sizeof scalar, "%s", base);
-  else if (is_char && !is_unsigned && !strstr(type, "signed")) snprintf(scalar, sizeof scalar, "c8");
-  else snprintf(scalar, sizeof scalar, "%c%d", is_unsigned ? 'u' : 'i', bits);
-  snprintf(out, len, "%.*s%s", ptr < 4 ? ptr : 4, "****", scalar);
+  if (t.other || (t.real && integer) || (!t.real && !integer)) snprintf(scalar, sizeof scalar, "?");
+  else if (t.real) snprintf(scalar, sizeof scalar, "%s", t.real);
+  else if (t.is_char && !t.is_unsigned && !t.is_signed) snprintf(scalar, sizeof scalar, "c8");
+  else snprintf(scalar, sizeof scalar, "%c%d", t.is_unsigned ? 'u' : 'i', t.is_char ? 8 : t.is_short ? 16 : t.longs ? 64 : 32);
+  snprintf(out, len, "%.*s%s", t.ptr < 4 ? t.ptr : 4, "****", scalar);
 }
 
 static const char *expected(ht_dtype t) {
@@ -279,6 +294,14 @@ static ht_status marker_path(const char *text, const ht_defines *defs, const ht_
   return *path ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
 }
 
+/* No compiler, one that does not finish, no cache folder to work in: no verdict, and not the
+ * spec's fault. */
+static ht_status skipped(ht_status st) {
+  if (st == HT_ERR_NOMEM) return st;
+  ht_error_clear();
+  return HT_OK;
+}
+
 /* Compiles the kernel's source followed by the declaration and judges the compiler's output. */
 static ht_status run_check(spec_ctx *c, const ht_spec_kernel *k, const char *text, const ht_defines *defs,
                            int *passed) {
@@ -287,15 +310,10 @@ static ht_status run_check(spec_ctx *c, const ht_spec_kernel *k, const char *tex
   int code = -1;
   ht_status st = ht_c_check_compile(&src, defs, &log, &code);
   *passed = 0;
-  if (st == HT_ERR_NOTFOUND || st == HT_ERR_TIMEOUT) { /* no verdict; not a spec error */
-    free(log);
-    ht_error_clear();
-    return HT_OK;
-  }
   conflict cf;
   if (!st) read_conflict(log ? log : "", k->entry, &cf);
   free(log);
-  if (st) return st;
+  if (st) return skipped(st);
   if (!cf.found) {
     *passed = 1;
     return HT_OK;
@@ -317,9 +335,9 @@ static ht_status check_kernel(spec_ctx *c, const ht_spec_kernel *k, const ht_val
   appendix(c->spec, k->entry, &text);
   char *marker = NULL;
   ht_status st = text.failed ? ht_error(HT_ERR_NOMEM, "out of memory") : HT_OK;
-  if (!st) st = marker_path(text.data, &d, k, &marker);
+  if (!st) st = skipped(marker_path(text.data, &d, k, &marker));
   int passed = 0;
-  if (!st && access(marker, F_OK) != 0) {
+  if (!st && marker && access(marker, F_OK) != 0) {
     st = run_check(c, k, text.data, &d, &passed);
     if (passed) ht_write_file_atomic(marker, "ok\n", 3); /* a cache: failing to write it costs a recheck */
   }
