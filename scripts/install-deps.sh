@@ -13,7 +13,8 @@ PACKAGES="build-essential cmake pkg-config git
   libxgboost-dev libsvm-dev
   libhwloc-dev
   libclblast1
-  clang libclang-rt-14-dev"
+  clang libclang-rt-14-dev
+  python3 python3-jsonschema"
 
 missing=""
 for p in $PACKAGES; do

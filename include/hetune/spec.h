@@ -89,6 +89,18 @@ ht_status ht_spec_set_size(ht_spec *s, const char *assignment);
 /* Canonical problem text "M=1024,N=512" (spec order). Returns chars written. */
 int ht_spec_problem_key(const ht_spec *s, char *buf, size_t len);
 
+/* The -D defines a compile of kernel k (the spec's or its reference) gets: k's fixed defines,
+ * then the parameters' values (with_params), then the sizes unless size_defines is false; vars as
+ * ht_spec_bind fills them. The names and values point into s and into d itself. */
+typedef struct ht_spec_defines {
+  int n;
+  const char *names[HT_MAX_PARAMS + 96];
+  const char *values[HT_MAX_PARAMS + 96];
+  char text[HT_MAX_PARAMS + 96][64];
+} ht_spec_defines;
+void ht_spec_defines_fill(const ht_spec *s, const ht_spec_kernel *k, const ht_value *vars, int with_params,
+                          ht_spec_defines *d);
+
 /* Builds the search space for a device (its limits are constants of the constraints). */
 ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_space **out);
 

@@ -54,6 +54,15 @@ ht_status ht_compile_error(const char *path, const char *what, const char *log);
 ht_status ht_probe_in_child(ht_status (*probe)(ht_device_info *, int, int *), ht_device_info *out,
                             int max, int *n);
 
+/* The C backend's source check (c.c), for the spec's prototype check: compiles src as a kernel
+ * compile would (compiler, flags, defines, include folder) but checks syntax and types only.
+ * *log gets the compiler's output (malloc'ed), *exit_code its status. HT_ERR_NOTFOUND when the
+ * compiler cannot be started, HT_ERR_TIMEOUT when it runs past two minutes. */
+ht_status ht_c_check_compile(const ht_source *src, const ht_defines *defs, char **log, int *exit_code);
+/* Chains into h what such a compile depends on besides its source, defines and flags: the
+ * compiler, the base flags and the CPU model. */
+uint64_t ht_c_toolchain_hash(uint64_t h);
+
 /* Copies s into a fixed-size field, truncating. */
 void ht_copy_field(char *dst, size_t len, const char *s);
 

@@ -333,6 +333,44 @@ static ht_status c_compile(ht_device *dev, const ht_source *src, const ht_define
   return s;
 }
 
+/* ---- checking a source without building it (the spec's prototype check) ---- */
+
+uint64_t ht_c_toolchain_hash(uint64_t h) {
+  char model[256];
+  cpuinfo_field("model name", model, sizeof model);
+  h = ht_hash_str(compiler(), h);
+  for (int i = 0; i < N_BASE; i++) h = ht_hash_str(base_flags[i], h);
+  return ht_hash_str(model, h); /* -march=native: the CPU decides which macros are predefined */
+}
+
+ht_status ht_c_check_compile(const ht_source *src, const ht_defines *defs, char **log, int *exit_code) {
+  *log = NULL;
+  *exit_code = -1;
+  char *dir = NULL, *cfile = NULL;
+  ht_status s = ht_cache_subdir("c", &dir);
+  if (!s) s = write_temp_source(dir, src->text, &cfile);
+  argv_t a = {0};
+  if (!s) {
+    argv_split(&a, compiler());
+    for (int i = 0; i < N_BASE; i++)
+      if (strcmp(base_flags[i], "-shared") != 0) argv_push(&a, ht_strdup(base_flags[i]));
+    argv_push(&a, ht_strdup("-fsyntax-only"));
+    char *srcdir = ht_source_dir(src);
+    if (srcdir) argv_push(&a, ht_strfmt("-I%s", srcdir));
+    free(srcdir);
+    for (int i = 0; defs && i < defs->n; i++) argv_push(&a, ht_strfmt("-D%s=%s", defs->names[i], defs->values[i]));
+    argv_push(&a, ht_strdup(cfile));
+    argv_split(&a, src->flags);
+    if (a.failed) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  if (!s) s = ht_run_capture(a.v, NULL, 120, log, exit_code);
+  if (cfile) unlink(cfile);
+  argv_free(&a);
+  free(cfile);
+  free(dir);
+  return s;
+}
+
 static void c_program_free(ht_device *dev, ht_program *prog) {
   (void)dev;
   c_program *p = (c_program *)prog;

@@ -27,29 +27,6 @@ const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->
 
 /* ---- helpers shared by the reference and the tuned kernel ---- */
 
-typedef struct defines_store {
-  int n;
-  const char *names[HT_MAX_PARAMS + 96];
-  const char *values[HT_MAX_PARAMS + 96];
-  char text[HT_MAX_PARAMS + 96][64];
-} defines_store;
-
-static void build_defines(const ht_spec *s, const ht_spec_kernel *k, const ht_value *vars, int with_params,
-                          defines_store *d) {
-  d->n = 0;
-  for (int i = 0; i < k->n_defines && d->n < 64; i++) {
-    d->names[d->n] = k->define_names[i];
-    d->values[d->n++] = k->define_values[i];
-  }
-  int from = with_params ? 0 : s->first_size, to = s->size_defines ? s->first_device : s->first_size;
-  for (int i = from; i < to && d->n < (int)(sizeof d->names / sizeof d->names[0]); i++) {
-    ht_value_format(vars[i], d->text[d->n], sizeof d->text[0]);
-    d->names[d->n] = s->names[i];
-    d->values[d->n] = d->text[d->n];
-    d->n++;
-  }
-}
-
 static int eval_geometry(const ht_spec_kernel *k, const ht_value *vars, ht_launch *l, char *msg, size_t len) {
   l->dims = k->dims;
   for (int d = 0; d < 3; d++) l->global[d] = l->local[d] = 0;
@@ -177,8 +154,8 @@ static ht_status compute_reference(ht_evaluator *ev) {
   arg_data *data = calloc((size_t)s->n_args + 1, sizeof(arg_data));
   if (!data) st = ht_error(HT_ERR_NOMEM, "out of memory");
   for (int i = 0; i < s->n_args && !st; i++) data[i] = ev->args[i], data[i].buf = NULL;
-  defines_store defs;
-  build_defines(s, k, ev->vars, 0, &defs);
+  ht_spec_defines defs;
+  ht_spec_defines_fill(s, k, ev->vars, 0, &defs);
   ht_defines d = {defs.n, defs.names, defs.values};
   ht_source src = source_of(k);
   ht_program *prog = NULL;
@@ -273,8 +250,8 @@ static int verify_outputs(ht_evaluator *ev, ht_result *r) {
     const ht_spec_arg *a = &s->args[i];
     if (!a->is_buffer || !(a->access & HT_ACCESS_WRITE)) continue;
     arg_data *d = &ev->args[i];
-    bad = ev->has_ref ? ht_verify_buffer(a->name, a->type, d->out, d->ref, d->n, s->rtol, s->atol, r->message,
-                                         sizeof r->message)
+    bad = ev->has_ref ? ht_verify_buffer(a->name, a->type, d->out, d->ref, d->init, d->n, s->rtol, s->atol,
+                                         r->message, sizeof r->message)
                       : ht_check_finite(a->name, a->type, d->out, d->n, r->message, sizeof r->message);
   }
   r->verify_s = ht_now() - t0;
@@ -341,8 +318,8 @@ static void run_config(run_state *rs, ht_result *r) {
   ht_evaluator *ev = rs->ev;
   const ht_spec *s = ev->spec;
   ht_device *dev = ev->dev;
-  defines_store defs;
-  build_defines(s, &s->kernel, ev->vars, 1, &defs);
+  ht_spec_defines defs;
+  ht_spec_defines_fill(s, &s->kernel, ev->vars, 1, &defs);
   ht_defines d = {defs.n, defs.names, defs.values};
   ht_source src = source_of(&s->kernel);
   ht_compile_info info = {0};

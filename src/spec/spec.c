@@ -12,55 +12,6 @@
 
 static const char *const time_names[] = {"time_s", "time_ms"};
 
-/* ---- positions: jansson keeps none for values, so find the value's text in the file ---- */
-
-static void text_pos(const char *text, const char *at, int *line, int *col) {
-  *line = 1;
-  *col = 1;
-  for (const char *p = text; p < at; p++) {
-    if (*p == '\n') {
-      (*line)++;
-      *col = 1;
-    } else {
-      (*col)++;
-    }
-  }
-}
-
-/* Locates "needle" (quoted) in the file text: first occurrence after the key, else anywhere. */
-static const char *find_quoted(const char *text, const char *key, const char *needle) {
-  if (!needle) return NULL;
-  char *q = ht_strfmt("\"%s\"", needle);
-  if (!q) return NULL;
-  const char *from = text;
-  if (key) {
-    char *k = ht_strfmt("\"%s\"", key);
-    const char *kp = k ? strstr(text, k) : NULL;
-    if (kp) from = kp;
-    free(k);
-  }
-  const char *p = strstr(from, q);
-  if (!p) p = strstr(text, q);
-  free(q);
-  return p;
-}
-
-ht_status spec_fail(spec_ctx *c, const char *key, const char *value, ht_status code, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  const char *at = find_quoted(c->text, key, value);
-  if (!at && key) at = find_quoted(c->text, NULL, key);
-  if (at) {
-    int line, col;
-    text_pos(c->text, at, &line, &col);
-    return ht_error(code, "%s:%d:%d: %s", c->path, line, col, msg);
-  }
-  return ht_error(code, "%s: %s", c->path, msg);
-}
-
 /* ---- small JSON accessors with errors naming the field ---- */
 
 ht_status spec_string(spec_ctx *c, json_t *obj, const char *key, int required, const char **out) {
@@ -69,10 +20,11 @@ ht_status spec_string(spec_ctx *c, json_t *obj, const char *key, int required, c
   *out = NULL;
   if (!v) {
     if (!required) return HT_OK;
-    return spec_fail(c, NULL, c->in_key, HT_ERR_INVALID, "missing required field \"%s%s%s\"", in, dot, key);
+    return spec_fail_at(c, c->obj ? c->obj : spec_text_root(c), HT_ERR_INVALID, "missing required field \"%s%s%s\"", in,
+                        dot, key);
   }
   if (!json_is_string(v))
-    return spec_fail(c, c->in_key, key, HT_ERR_INVALID, "field \"%s%s%s\" must be a string", in, dot, key);
+    return spec_fail(c, key, NULL, HT_ERR_INVALID, "field \"%s%s%s\" must be a string", in, dot, key);
   *out = json_string_value(v);
   return HT_OK;
 }
@@ -169,7 +121,7 @@ static ht_status parse_sizes(spec_ctx *c, json_t *root) {
   s->size_names = calloc(n ? n : 1, sizeof(char *));
   s->size_values = calloc(n ? n : 1, sizeof(int64_t));
   if (!s->size_names || !s->size_values) return ht_error(HT_ERR_NOMEM, "out of memory");
-  const char *key;
+  const char *key, *outer = spec_enter(c, "sizes");
   json_t *v;
   json_object_foreach(sizes, key, v) {
     if (!json_is_integer(v))
@@ -177,12 +129,32 @@ static ht_status parse_sizes(spec_ctx *c, json_t *root) {
     s->size_names[s->n_sizes] = ht_strdup(key);
     s->size_values[s->n_sizes++] = json_integer_value(v);
   }
+  c->obj = outer;
   return HT_OK;
 }
 
 /* ---- parameters ---- */
 
-static ht_status param_values_range(spec_ctx *c, const char *name, json_t *obj, ht_spec_param *p) {
+/* {"range": [lo, hi], "step": s} or {"pow2": [lo, hi]}: which keys an object form may have. */
+static ht_status check_range_keys(spec_ctx *c, const char *name, json_t *obj, const char *text) {
+  static const char *const all[] = {"range", "pow2", "step", NULL};
+  char where[96];
+  snprintf(where, sizeof where, "parameters.%.80s", name);
+  ht_status st = spec_check_keys(c, obj, text, where, all);
+  if (st) return st;
+  json_t *range = json_object_get(obj, "range"), *pow2 = json_object_get(obj, "pow2");
+  if (range && pow2)
+    return spec_fail_at(c, spec_text_member(text, "pow2", 0), HT_ERR_INVALID,
+                        "%s: give \"range\" or \"pow2\", not both", where);
+  if (pow2 && json_object_get(obj, "step"))
+    return spec_fail_at(c, spec_text_member(text, "step", 0), HT_ERR_INVALID,
+                        "%s: \"step\" goes with \"range\"; \"pow2\" always doubles", where);
+  return HT_OK;
+}
+
+static ht_status param_values_range(spec_ctx *c, const char *name, json_t *obj, const char *text, ht_spec_param *p) {
+  ht_status st = json_is_object(obj) ? check_range_keys(c, name, obj, text) : HT_OK;
+  if (st) return st;
   json_t *range = json_object_get(obj, "range"), *pow2 = json_object_get(obj, "pow2");
   json_t *r = range ? range : pow2;
   if (!r || !json_is_array(r) || json_array_size(r) != 2 || !json_is_integer(json_array_get(r, 0)) ||
@@ -230,7 +202,7 @@ static ht_status param_values_list(spec_ctx *c, const char *name, json_t *arr, h
 
 static ht_status parse_params(spec_ctx *c, json_t *root) {
   json_t *params = json_object_get(root, "parameters");
-  if (!params) return spec_fail(c, NULL, NULL, HT_ERR_INVALID, "missing required field \"parameters\"");
+  if (!params) return spec_fail_at(c, spec_text_root(c), HT_ERR_INVALID, "missing required field \"parameters\"");
   if (!json_is_object(params))
     return spec_fail(c, "parameters", NULL, HT_ERR_INVALID, "\"parameters\" must be an object of name: values");
   ht_spec *s = c->spec;
@@ -239,14 +211,16 @@ static ht_status parse_params(spec_ctx *c, json_t *root) {
     return spec_fail(c, "parameters", NULL, HT_ERR_INVALID, "too many parameters (%zu, at most %d)", n, HT_MAX_PARAMS);
   s->params = calloc(n ? n : 1, sizeof(ht_spec_param));
   if (!s->params) return ht_error(HT_ERR_NOMEM, "out of memory");
-  const char *key;
+  const char *key, *outer = spec_enter(c, "parameters");
   json_t *v;
   json_object_foreach(params, key, v) {
     ht_spec_param *p = &s->params[s->n_params++];
     p->name = ht_strdup(key);
-    ht_status st = json_is_array(v) ? param_values_list(c, key, v, p) : param_values_range(c, key, v, p);
+    ht_status st = json_is_array(v) ? param_values_list(c, key, v, p)
+                                    : param_values_range(c, key, v, spec_text_member(c->obj, key, 1), p);
     if (st) return st;
   }
+  c->obj = outer;
   return HT_OK;
 }
 
@@ -286,7 +260,7 @@ static ht_status parse_metrics(spec_ctx *c, json_t *root) {
   s->metric_names = calloc(n + 1, sizeof(char *));
   s->metrics = calloc(n + 1, sizeof(ht_expr *));
   if (!s->metric_names || !s->metrics) return ht_error(HT_ERR_NOMEM, "out of memory");
-  const char *key;
+  const char *key, *outer = spec_enter(c, "metrics");
   json_t *v;
   json_object_foreach(obj, key, v) {
     char field[96];
@@ -297,6 +271,7 @@ static ht_status parse_metrics(spec_ctx *c, json_t *root) {
     if (st) return st;
     s->metric_names[s->n_metrics++] = ht_strdup(key);
   }
+  c->obj = outer;
   return HT_OK;
 }
 
@@ -307,29 +282,41 @@ static ht_status parse_work(spec_ctx *c, json_t *root) {
   if (!w) return HT_OK;
   if (!json_is_object(w))
     return spec_fail(c, "work", NULL, HT_ERR_INVALID, "\"work\" must be {\"flops\": expression, \"bytes\": expression}");
-  const char *key;
+  static const char *const keys[] = {"flops", "bytes", NULL};
+  const char *key, *outer = spec_enter(c, "work");
+  ht_status st = spec_check_keys(c, w, c->obj, "work", keys);
+  if (st) return st;
   json_t *v;
   json_object_foreach(w, key, v) {
-    ht_expr **slot = strcmp(key, "flops") == 0 ? &c->spec->work_flops : strcmp(key, "bytes") == 0 ? &c->spec->work_bytes : NULL;
-    if (!slot) return spec_fail(c, "work", NULL, HT_ERR_INVALID, "work.%s: unknown field (expected flops or bytes)", key);
+    ht_expr **slot = strcmp(key, "flops") == 0 ? &c->spec->work_flops : &c->spec->work_bytes;
     char field[64];
     snprintf(field, sizeof field, "work.%s", key);
-    ht_status st = spec_expr(c, v, field, slot);
-    if (st) return st;
+    if ((st = spec_expr(c, v, field, slot))) return st;
   }
+  c->obj = outer;
   return HT_OK;
 }
 
 static ht_status parse_tolerance(spec_ctx *c, json_t *root) {
+  static const char *const keys[] = {"rtol", "atol", NULL};
   ht_spec *s = c->spec;
   s->rtol = s->atol = -1;
   json_t *t = json_object_get(root, "tolerance");
   if (!t) return HT_OK;
-  json_t *r = json_object_get(t, "rtol"), *a = json_object_get(t, "atol");
-  if (!json_is_object(t) || (r && !json_is_number(r)) || (a && !json_is_number(a)))
+  if (!json_is_object(t))
     return spec_fail(c, "tolerance", NULL, HT_ERR_INVALID, "\"tolerance\" must be {\"rtol\": number, \"atol\": number}");
-  if (r) s->rtol = json_number_value(r);
-  if (a) s->atol = json_number_value(a);
+  const char *text = spec_text_member(spec_text_root(c), "tolerance", 1);
+  ht_status st = spec_check_keys(c, t, text, "tolerance", keys);
+  if (st) return st;
+  double *slots[] = {&s->rtol, &s->atol};
+  for (int i = 0; i < 2; i++) {
+    json_t *v = json_object_get(t, keys[i]);
+    if (!v) continue;
+    if (!json_is_number(v) || json_number_value(v) < 0)
+      return spec_fail_at(c, spec_text_member(text, keys[i], 0), HT_ERR_INVALID,
+                          "tolerance.%s: expected a number >= 0", keys[i]);
+    *slots[i] = json_number_value(v);
+  }
   return HT_OK;
 }
 
@@ -339,7 +326,13 @@ static ht_status parse_root(spec_ctx *c, json_t *root) {
   ht_spec *s = c->spec;
   const char *name;
   ht_status st;
-  if (!json_is_object(root)) return spec_fail(c, NULL, NULL, HT_ERR_INVALID, "the spec must be a JSON object");
+  if (!json_is_object(root)) return spec_fail_at(c, spec_text_root(c), HT_ERR_INVALID, "the spec must be a JSON object");
+  static const char *const keys[] = {"name",        "sizes",   "size_defines", "arguments", "parameters",
+                                     "constraints", "metrics", "work",         "reference", "tolerance",
+                                     "seed",        "$schema", SPEC_KERNEL_KEYS, NULL};
+  if ((st = spec_check_keys(c, root, spec_text_root(c), "", keys))) return st;
+  const char *schema; /* where editors find the JSON Schema; nothing to hetune */
+  if ((st = spec_string(c, root, "$schema", 0, &schema))) return st;
   if ((st = spec_string(c, root, "name", 1, &name))) return st;
   s->name = ht_strdup(name);
   json_t *sd = json_object_get(root, "size_defines"), *seed = json_object_get(root, "seed");
@@ -360,7 +353,7 @@ static ht_status parse_root(spec_ctx *c, json_t *root) {
     s->has_reference = 1;
   }
   if ((st = parse_constraints(c, root)) || (st = parse_metrics(c, root)) || (st = parse_work(c, root)) ||
-      (st = parse_tolerance(c, root)))
+      (st = parse_tolerance(c, root)) || (st = spec_check_signatures(c)))
     return st;
   return spec_hash(c, root);
 }

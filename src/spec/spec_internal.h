@@ -14,16 +14,49 @@ typedef struct spec_ctx {
   int with_times;   /* expressions may name time_s and time_ms (metrics only) */
   const char *in_key; /* the object being read ("reference", "arguments"), NULL at the top */
   char in_field[64];  /* its name in messages: "reference", "arguments[2]" */
+  const char *obj;    /* that object's text (its '{'), NULL at the top: errors point inside it */
 } spec_ctx;
 
-/* Error "path:line:col: msg", the position of the quoted value (or key) in the file. */
+/* ---- positions and errors (spec_text.c) ---- */
+
+/* The member key of the object whose text starts at obj: the key's opening quote, or with
+ * want_value its value. NULL when obj is not an object or has no such key. */
+const char *spec_text_member(const char *obj, const char *key, int want_value);
+/* Element i of the array whose text starts at arr, or NULL. */
+const char *spec_text_element(const char *arr, size_t i);
+/* The root value's text. */
+const char *spec_text_root(const spec_ctx *c);
+/* Errors point into member key of the object being read from now on; returns the object to go
+ * back to (c->obj = outer) when done with it. */
+const char *spec_enter(spec_ctx *c, const char *key);
+/* Error "path:line:col: msg", the position of at in the text (just "path: msg" when at is NULL). */
+ht_status spec_fail_at(spec_ctx *c, const char *at, ht_status code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Error "path:line:col: msg" at key (and its quoted value): in the object being read (c->obj)
+ * when it has that key, else the first occurrence after it, else anywhere in the file. */
 ht_status spec_fail(spec_ctx *c, const char *key, const char *value, ht_status code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Fails on the first key of obj (text at obj_text) not in known (NULL-terminated), at that key,
+ * with the nearest known key: 'unknown key "acces" in arguments[0]: did you mean "access"?'.
+ * where names the object in messages ("" for the top level). */
+ht_status spec_check_keys(spec_ctx *c, json_t *obj, const char *obj_text, const char *where,
+                          const char *const *known);
+/* The entry of known (NULL-terminated) closest to word by edit distance, or NULL when none is close. */
+const char *spec_nearest(const char *word, const char *const *known);
+
+/* ---- parsing ---- */
+
+/* The keys of a kernel: the spec's top level has them, and so has "reference". */
+#define SPEC_GEOMETRY_KEYS                                                                                    \
+  "global", "grid", "problem", "grid_div", "local", "global_mul", "global_div", "local_mul", "local_div"
+#define SPEC_KERNEL_KEYS "language", "source", "entry", "flags", "defines", SPEC_GEOMETRY_KEYS
 ht_status spec_string(spec_ctx *c, json_t *obj, const char *key, int required, const char **out);
 ht_status spec_expr(spec_ctx *c, json_t *v, const char *field, ht_expr **out);
 ht_status spec_compile_text(spec_ctx *c, const char *text, const char *field, ht_expr **out);
 ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k);
 ht_status spec_parse_args(spec_ctx *c, json_t *root);
 ht_status spec_hash(spec_ctx *c, json_t *root);
+/* Checks each C kernel's definition against the prototype the argument list implies (spec_signature.c). */
+ht_status spec_check_signatures(spec_ctx *c);
 
 #endif

@@ -21,8 +21,11 @@ static ht_status geometry_texts(spec_ctx *c, json_t *obj, const char *key, const
   json_t *arr = json_object_get(obj, key);
   *n = 0;
   if (!arr) return HT_OK;
-  if (!json_is_array(arr) || json_array_size(arr) > 3)
-    return spec_fail(c, key, NULL, HT_ERR_INVALID, "%s%s: expected a list of at most 3 expressions", prefix, key);
+  /* an empty list is "no local size" for local and the like, but no geometry at all for these */
+  int form = !strcmp(key, "global") || !strcmp(key, "grid") || !strcmp(key, "problem");
+  if (!json_is_array(arr) || json_array_size(arr) > 3 || (form && json_array_size(arr) == 0))
+    return spec_fail(c, key, NULL, HT_ERR_INVALID, "%s%s: expected a list of %s to 3 expressions", prefix, key,
+                     form ? "1" : "0");
   for (size_t i = 0; i < json_array_size(arr); i++) {
     json_t *v = json_array_get(arr, i);
     if (json_is_string(v)) texts[i] = ht_strdup(json_string_value(v));
@@ -88,17 +91,30 @@ static void combine_geometry(geometry *g, int dims, char *global[3], char *local
   }
 }
 
+/* GPU kernels need a launch geometry, and no list may have more dimensions than it. */
+static ht_status check_dims(spec_ctx *c, const geometry *g, const char *prefix, ht_language lang, int form_dims) {
+  if (lang != HT_LANG_C && form_dims == 0)
+    return spec_fail(c, "language", NULL, HT_ERR_INVALID,
+                     "%smissing launch geometry: %s kernels need \"global\", \"grid\" or \"problem\"", prefix,
+                     ht_language_name(lang));
+  if (lang == HT_LANG_C) return HT_OK; /* a C function gets no geometry: whatever is given is unused */
+  const char *names[] = {"grid_div", "local", "global_mul", "global_div", "local_mul", "local_div"};
+  const int counts[] = {g->n_div, g->n_local, g->n_gmul, g->n_gdiv, g->n_lmul, g->n_ldiv};
+  for (int i = 0; i < 6; i++)
+    if (counts[i] > form_dims)
+      return spec_fail(c, names[i], NULL, HT_ERR_INVALID, "%s%s has %d dimensions, the launch geometry %d", prefix,
+                       names[i], counts[i], form_dims);
+  return HT_OK;
+}
+
 static ht_status parse_geometry(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
   geometry g;
   memset(&g, 0, sizeof g);
   ht_status st = read_geometry(c, obj, prefix, &g);
-  int dims = g.n_global;
-  int others[] = {g.n_grid, g.n_problem, g.n_local};
-  for (int i = 0; i < 3; i++) dims = others[i] > dims ? others[i] : dims;
-  if (!st && k->lang != HT_LANG_C && dims == 0)
-    st = spec_fail(c, "language", NULL, HT_ERR_INVALID,
-                   "%s%s kernels need a launch geometry: \"global\", \"grid\" or \"problem\"", prefix,
-                   ht_language_name(k->lang));
+  int form_dims = g.n_global > g.n_grid ? g.n_global : g.n_grid;
+  if (g.n_problem > form_dims) form_dims = g.n_problem;
+  int dims = form_dims > g.n_local ? form_dims : g.n_local;
+  if (!st) st = check_dims(c, &g, prefix, k->lang, form_dims);
   char *global[3] = {0}, *local[3] = {0};
   if (!st) combine_geometry(&g, dims, global, local);
   k->dims = st ? 0 : dims;
@@ -126,7 +142,7 @@ static ht_status parse_defines(spec_ctx *c, json_t *obj, const char *prefix, ht_
   k->define_names = calloc(n + 1, sizeof(char *));
   k->define_values = calloc(n + 1, sizeof(char *));
   if (!k->define_names || !k->define_values) return ht_error(HT_ERR_NOMEM, "out of memory");
-  const char *key;
+  const char *key, *outer = spec_enter(c, "defines");
   json_t *v;
   json_object_foreach(defs, key, v) {
     char *val = json_is_string(v)    ? ht_strdup(json_string_value(v))
@@ -137,14 +153,19 @@ static ht_status parse_defines(spec_ctx *c, json_t *obj, const char *prefix, ht_
     k->define_names[k->n_defines] = ht_strdup(key);
     k->define_values[k->n_defines++] = val;
   }
+  c->obj = outer;
   return HT_OK;
 }
 
 ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
+  static const char *const keys[] = {SPEC_KERNEL_KEYS, NULL};
   const char *lang, *source, *entry, *flags;
   ht_status st;
-  c->in_key = *prefix ? "reference" : NULL;
+  int is_ref = *prefix != '\0';
+  c->in_key = is_ref ? "reference" : NULL;
+  c->obj = is_ref ? spec_text_member(spec_text_root(c), "reference", 1) : NULL;
   snprintf(c->in_field, sizeof c->in_field, "reference");
+  if (is_ref && (st = spec_check_keys(c, obj, c->obj, "reference", keys))) return st;
   if ((st = spec_string(c, obj, "language", 1, &lang)) || (st = spec_string(c, obj, "source", 1, &source)) ||
       (st = spec_string(c, obj, "entry", 1, &entry)) || (st = spec_string(c, obj, "flags", 0, &flags)))
     return st;
@@ -158,8 +179,9 @@ ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_spe
   if (!k->source_path || !k->entry) return ht_error(HT_ERR_NOMEM, "out of memory");
   if (ht_read_file(k->source_path, &k->source_text, NULL))
     return spec_fail(c, "source", source, HT_ERR_IO, "%ssource: %s", prefix, ht_last_error());
-  if ((st = parse_defines(c, obj, prefix, k))) return st;
-  return parse_geometry(c, obj, prefix, k);
+  if ((st = parse_defines(c, obj, prefix, k)) || (st = parse_geometry(c, obj, prefix, k))) return st;
+  c->obj = NULL;
+  return HT_OK;
 }
 
 /* ---- arguments ---- */
@@ -186,23 +208,32 @@ static ht_status parse_init(spec_ctx *c, json_t *v, const char *name, ht_spec_ar
                        "{\"random\": [lo, hi]} or {\"file\": path})", name, s);
     return HT_OK;
   }
+  static const char *const keys[] = {"random", "fill", "file", NULL};
+  char where[96];
+  snprintf(where, sizeof where, "arguments.%.60s.init", name);
+  const char *text = spec_text_member(c->obj, "init", 1);
+  ht_status st = json_is_object(v) ? spec_check_keys(c, v, text, where, keys) : HT_OK;
+  if (st) return st;
+  /* one form at a time: {"fill": 2, "random": [0, 1]} would leave one of them unused */
   json_t *r = json_object_get(v, "random"), *f = json_object_get(v, "fill"), *file = json_object_get(v, "file");
-  if (r && json_is_array(r) && json_array_size(r) == 2) {
+  int one = json_is_object(v) && json_object_size(v) == 1;
+  if (one && json_is_array(r) && json_array_size(r) == 2 && json_is_number(json_array_get(r, 0)) &&
+      json_is_number(json_array_get(r, 1))) {
     a->init = HT_INIT_RANDOM;
     a->lo = json_number_value(json_array_get(r, 0));
     a->hi = json_number_value(json_array_get(r, 1));
-  } else if (f && json_is_number(f)) {
+  } else if (one && json_is_number(f)) {
     a->init = HT_INIT_FILL;
     a->fill = json_number_value(f);
-  } else if (file && json_is_string(file)) {
+  } else if (one && json_is_string(file)) {
     a->init = HT_INIT_FILE;
     a->file = resolve(c->dir, json_string_value(file));
     if (a->file && access(a->file, R_OK) != 0)
-      return spec_fail(c, "file", json_string_value(file), HT_ERR_IO, "arguments.%s.init.file: %s: %s", name,
+      return spec_fail(c, "file", json_string_value(file), HT_ERR_IO, "%s.file: %s: %s", where,
                        json_string_value(file), strerror(errno));
   } else {
-    return spec_fail(c, name, NULL, HT_ERR_INVALID, "arguments.%s.init: expected random, zeros, ramp, "
-                     "{\"fill\": x}, {\"random\": [lo, hi]} or {\"file\": path}", name);
+    return spec_fail_at(c, text, HT_ERR_INVALID, "%s: expected random, zeros, ramp, "
+                        "{\"fill\": x}, {\"random\": [lo, hi]} or {\"file\": path}", where);
   }
   return HT_OK;
 }
@@ -226,7 +257,18 @@ static int uses_params(const ht_spec *s, const ht_expr *e) {
   return 0;
 }
 
+/* A scalar has a type and a value; reading, writing and initial contents are for buffers. */
+static ht_status check_scalar_keys(spec_ctx *c, json_t *arg, const char *name) {
+  const char *buffer_only[] = {"access", "init"};
+  for (int i = 0; i < 2; i++)
+    if (json_object_get(arg, buffer_only[i]))
+      return spec_fail_at(c, spec_text_member(c->obj, buffer_only[i], 0), HT_ERR_INVALID,
+                          "arguments.%s: \"%s\" is for buffers; a scalar (\"value\") has none", name, buffer_only[i]);
+  return HT_OK;
+}
+
 static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i, ht_spec_arg *a) {
+  static const char *const keys[] = {"name", "type", "buffer", "value", "init", "access", NULL};
   ht_spec *s = c->spec;
   const char *name, *type;
   char field[128];
@@ -235,44 +277,62 @@ static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i, ht_spec_arg *a) {
     return spec_fail(c, "arguments", NULL, HT_ERR_INVALID, "arguments[%zu]: expected an object", i);
   c->in_key = "arguments";
   snprintf(c->in_field, sizeof c->in_field, "arguments[%zu]", i);
+  if ((st = spec_check_keys(c, arg, c->obj, c->in_field, keys))) return st;
   if ((st = spec_string(c, arg, "name", 1, &name)) || (st = spec_string(c, arg, "type", 1, &type)))
     return st;
   a->name = ht_strdup(name);
-  if (ht_dtype_parse(type, &a->type))
-    return spec_fail(c, "type", type, HT_ERR_INVALID, "arguments.%s.type: %s", name, ht_last_error());
+  if (ht_dtype_parse(type, &a->type) || strpbrk(type, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+    return spec_fail(c, "type", type, HT_ERR_INVALID, "arguments.%s.type: unknown type \"%s\" (expected float, "
+                     "double, int32, uint32, int64, uint64, int8 or uint8)", name, type);
   json_t *len = json_object_get(arg, "buffer"), *val = json_object_get(arg, "value");
   if ((len != NULL) == (val != NULL))
-    return spec_fail(c, name, NULL, HT_ERR_INVALID,
-                     "arguments.%s: give either \"buffer\" (a length) or \"value\" (a scalar)", name);
+    return spec_fail_at(c, c->obj, HT_ERR_INVALID,
+                        "arguments.%s: give either \"buffer\" (a length) or \"value\" (a scalar)", name);
   if (val) {
     snprintf(field, sizeof field, "arguments.%.60s.value", name);
+    if ((st = check_scalar_keys(c, arg, name))) return st;
     return spec_expr(c, val, field, &a->value);
   }
   a->is_buffer = 1;
   snprintf(field, sizeof field, "arguments.%.60s.buffer", name);
   if ((st = spec_expr(c, len, field, &a->length))) return st;
   if (uses_params(s, a->length))
-    return spec_fail(c, name, NULL, HT_ERR_INVALID,
+    return spec_fail(c, "buffer", NULL, HT_ERR_INVALID,
                      "%s: a buffer's length may use sizes but not parameters (data must be the same for every config)",
                      field);
   if ((st = parse_access(c, arg, name, a))) return st;
   return parse_init(c, json_object_get(arg, "init"), name, a);
 }
 
+/* Verification compares the written buffers: a kernel that writes none could not be checked. */
+static ht_status check_outputs(spec_ctx *c) {
+  const ht_spec *s = c->spec;
+  for (int i = 0; i < s->n_args; i++)
+    if (s->args[i].is_buffer && (s->args[i].access & HT_ACCESS_WRITE)) return HT_OK;
+  return spec_fail(c, "arguments", NULL, HT_ERR_INVALID,
+                   "arguments: no buffer is written (\"access\": \"write\" or \"readwrite\"), so no output could be "
+                   "checked");
+}
+
 ht_status spec_parse_args(spec_ctx *c, json_t *root) {
   json_t *args = json_object_get(root, "arguments");
-  if (!args || !json_is_array(args))
+  if (!args)
+    return spec_fail_at(c, spec_text_root(c), HT_ERR_INVALID, "missing required field \"arguments\"");
+  if (!json_is_array(args))
     return spec_fail(c, "arguments", NULL, HT_ERR_INVALID, "\"arguments\" must be a list of the kernel's arguments");
   ht_spec *s = c->spec;
   s->args = calloc(json_array_size(args) + 1, sizeof(ht_spec_arg));
   if (!s->args) return ht_error(HT_ERR_NOMEM, "out of memory");
+  const char *text = spec_text_member(spec_text_root(c), "arguments", 1);
   for (size_t i = 0; i < json_array_size(args); i++) {
+    c->obj = spec_text_element(text, i);
     ht_status st = parse_arg(c, json_array_get(args, i), i, &s->args[i]);
     s->n_args = (int)i + 1;
     if (st) return st;
   }
   c->in_key = NULL;
-  return HT_OK;
+  c->obj = NULL;
+  return check_outputs(c);
 }
 
 /* The kernel's identity: sources plus every field that changes what is measured. Sizes,
@@ -281,7 +341,7 @@ ht_status spec_hash(spec_ctx *c, json_t *root) {
   ht_spec *s = c->spec;
   json_t *copy = json_deep_copy(root);
   if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
-  const char *skip[] = {"sizes", "parameters", "constraints", "metrics", "work", "name"};
+  const char *skip[] = {"sizes", "parameters", "constraints", "metrics", "work", "name", "$schema"};
   for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) json_object_del(copy, skip[i]);
   char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT);
   json_decref(copy);
@@ -339,6 +399,23 @@ void ht_spec_bind(const ht_spec *s, const ht_space *space, const ht_config *cfg,
   for (int i = 0; i < nd; i++) vars[s->first_device + i] = dv[i];
   vars[s->slot_time_s] = ht_float(NAN);
   vars[s->slot_time_ms] = ht_float(NAN);
+}
+
+void ht_spec_defines_fill(const ht_spec *s, const ht_spec_kernel *k, const ht_value *vars, int with_params,
+                          ht_spec_defines *d) {
+  const int cap = (int)(sizeof d->names / sizeof d->names[0]);
+  d->n = 0;
+  for (int i = 0; i < k->n_defines && d->n < 64; i++) {
+    d->names[d->n] = k->define_names[i];
+    d->values[d->n++] = k->define_values[i];
+  }
+  int from = with_params ? 0 : s->first_size, to = s->size_defines ? s->first_device : s->first_size;
+  for (int i = from; i < to && d->n < cap; i++) {
+    ht_value_format(vars[i], d->text[d->n], sizeof d->text[0]);
+    d->names[d->n] = s->names[i];
+    d->values[d->n] = d->text[d->n];
+    d->n++;
+  }
 }
 
 ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_space **out) {
