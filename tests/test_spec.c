@@ -192,7 +192,7 @@ static void test_shipped_specs_load(void **state) {
   load_all(HT_SOURCE_DIR "/examples/*/*.json", 18);
   load_all(HT_SOURCE_DIR "/tests/data/misbehave/*.json", 2);
   load_all(HT_SOURCE_DIR "/bench/data/*.json", 1);
-  load_all(SPECS "/good/*.json", 3);
+  load_all(SPECS "/good/*.json", 4);
 }
 
 /* Every GEMM generator (tuned, naive, vendor; C, OpenCL, CUDA; both types, transposes, beta)

@@ -63,7 +63,10 @@ ht_status spec_compile_text(spec_ctx *c, const char *text, const char *field, ht
   char msg[1024], key[128];
   snprintf(msg, sizeof msg, "%s", ht_last_error());
   field_key(field, key, sizeof key);
-  return spec_fail(c, key, text, HT_ERR_PARSE, "%s: \"%s\": %s", field, text, msg);
+  /* a long expression is quoted by its start, so the reason (which names the column) still fits */
+  int shown = strlen(text) > 160 ? 150 : (int)strlen(text);
+  return spec_fail(c, key, text, HT_ERR_PARSE, "%s: \"%.*s%s\": %s", field, shown, text,
+                   shown < (int)strlen(text) ? "..." : "", msg);
 }
 
 /* ---- names ---- */
@@ -174,10 +177,12 @@ static ht_status param_values_range(spec_ctx *c, const char *name, json_t *obj, 
   int cap = 4096;
   p->values = calloc((size_t)cap, sizeof(ht_value));
   if (!p->values) return ht_error(HT_ERR_NOMEM, "out of memory");
-  for (int64_t x = lo; x <= hi; x = pow2 ? x * 2 : x + step) {
+  for (int64_t x = lo; x <= hi;) {
     if (p->n_values == cap)
       return spec_fail(c, name, NULL, HT_ERR_INVALID, "parameters.%s: more than %d values", name, cap);
     p->values[p->n_values++] = ht_int(x);
+    /* the next value past INT64_MAX ends the range (signed overflow would be undefined) */
+    if (pow2 ? __builtin_mul_overflow(x, 2, &x) : __builtin_add_overflow(x, step, &x)) break;
   }
   return HT_OK;
 }
