@@ -3,6 +3,7 @@
 #ifndef HT_CLI_TEST_UTIL_H
 #define HT_CLI_TEST_UTIL_H
 
+#include <ftw.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,5 +118,13 @@ static void expect_error_v(const run_out *r, int rc, const char *const *needles)
     if (!strstr(r->err, needles[i])) mismatch("hetune%s: error line lacks \"%s\": %s", r->cmd, needles[i], r->err);
 }
 #define expect_error(r, rc, ...) expect_error_v(r, rc, (const char *const[]){__VA_ARGS__, NULL})
+
+/* Removes a test's folder and everything in it (not crossing into mounts). */
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(p);
+}
+
+static inline void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT); }
 
 #endif

@@ -64,14 +64,9 @@ static int setup(void **state) {
   return 0;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(p);
-}
-
 static int teardown(void **state) {
   (void)state;
-  nftw(F->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  rm_tree(F->dir);
   free(F);
   return 0;
 }

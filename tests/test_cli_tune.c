@@ -74,14 +74,9 @@ static int setup(void **state) {
   return 0;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(p);
-}
-
 static int teardown(void **state) {
   (void)state;
-  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  rm_tree(dir);
   return 0;
 }
 
