@@ -30,7 +30,8 @@ typedef struct ht_runner_options {
   double setup_timeout_s; /* opening the device, making the data, the reference (default 300) */
   int isolate;            /* 1: worker process (default); 0: in this process (no crash protection; a
                            * phase past its timeout ends the process with exit status 124, since
-                           * a kernel running in it cannot be stopped) */
+                           * a kernel running in it cannot be stopped; after a C kernel that left
+                           * threads running, the next evaluation is an error) */
 } ht_runner_options;
 
 void ht_runner_options_default(ht_runner_options *o);

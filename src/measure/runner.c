@@ -45,6 +45,7 @@ struct ht_runner {
   ht_device_info info;
   ht_evaluator *local; /* in-process mode */
   watchdog *wd;        /* in-process mode */
+  char left[640];      /* in-process: the config that left threads running (later results are suspect) */
   pid_t pid;           /* worker, 0 when none */
   int to_worker, from_worker;
   int starts;
@@ -378,13 +379,22 @@ static ht_status create_local(ht_runner *r) {
   return st;
 }
 
-static void evaluate_local(ht_runner *r, const ht_config *cfg, ht_result *out) {
+/* A config that leaves threads running here keeps its result, but what runs may disturb any later
+ * config, and no worker can be discarded: the next evaluation is an error instead. */
+static ht_status evaluate_local(ht_runner *r, const ht_config *cfg, ht_result *out) {
+  if (r->left[0])
+    return ht_error(HT_ERR_RUNTIME, "%s left threads running after its kernel returned; in-process, later measurements "
+                    "could be disturbed by them (run in a worker process, without --in-process)", r->left);
+  char config[512];
+  format_config(r->spec, cfg, config, sizeof config);
   pthread_mutex_lock(&r->wd->mu);
-  format_config(r->spec, cfg, r->wd->config, sizeof r->wd->config);
+  snprintf(r->wd->config, sizeof r->wd->config, "%s", config);
   pthread_mutex_unlock(&r->wd->mu);
   watchdog_arm(r->wd, r->opt.compile_timeout_s + GRACE_S, "compilation", "compile timeout");
-  ht_evaluator_run(r->local, cfg, out, local_progress, r); /* a kernel left running is never unloaded */
+  int clean = ht_evaluator_run(r->local, cfg, out, local_progress, r); /* a kernel left running is never unloaded */
   watchdog_arm(r->wd, 0, NULL, NULL);
+  if (!clean) snprintf(r->left, sizeof r->left, "config %s", config);
+  return HT_OK;
 }
 
 /* ---- the runner ---- */
@@ -426,11 +436,7 @@ ht_status ht_runner_create(const ht_spec *spec, const char *device_id, const ht_
 }
 
 ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out) {
-  if (r->local) {
-    evaluate_local(r, cfg, out);
-    return HT_OK;
-  }
-  return evaluate_isolated(r, cfg, out);
+  return r->local ? evaluate_local(r, cfg, out) : evaluate_isolated(r, cfg, out);
 }
 
 void ht_runner_destroy(ht_runner *r) {
