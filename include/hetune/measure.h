@@ -2,7 +2,9 @@
  * compile (cached) -> verify against the reference once -> warm up -> timed runs until the
  * relative standard deviation is below the target or a cap is hit. Failures are results.
  * By default evaluations run in a worker process watched by a timeout, so a crash or hang in one
- * config is recorded and tuning goes on; the worker opens its own device context. */
+ * config is recorded and tuning goes on; the worker opens its own device context. The worker runs
+ * in a process group of its own, killed with it, so nothing a kernel forked outlives it; a worker
+ * in which a C kernel left threads or processes running is not used for another config. */
 #ifndef HETUNE_MEASURE_H
 #define HETUNE_MEASURE_H
 
@@ -24,8 +26,12 @@ typedef struct ht_runner_options {
   double rsd_target;      /* stop when stddev/mean falls below (default 0.10) */
   double max_time_s;      /* stop timing once the timed runs add up to this (default 1.0) */
   double timeout_s;       /* a single kernel run longer than this is a hang (default 10) */
-  double compile_timeout_s; /* setup, reference and compilation (default 300) */
-  int isolate;            /* 1: worker process (default); 0: in this process (no crash protection) */
+  double compile_timeout_s; /* compiling one config; the compiler is then killed (default 300) */
+  double setup_timeout_s; /* opening the device, making the data, the reference (default 300) */
+  int isolate;            /* 1: worker process (default); 0: in this process (no crash protection; a
+                           * phase past its timeout ends the process with exit status 124, since
+                           * a kernel running in it cannot be stopped; after a C kernel that left
+                           * threads running, the next evaluation is an error) */
 } ht_runner_options;
 
 void ht_runner_options_default(ht_runner_options *o);
@@ -33,7 +39,8 @@ void ht_runner_options_default(ht_runner_options *o);
 typedef struct ht_runner ht_runner;
 
 /* Opens the device (in the worker when isolated), creates and fills the buffers and computes the
- * reference outputs. Errors: unknown device, reference that fails, bad sizes. */
+ * reference outputs. Errors: unknown device, reference that fails (how: its error, the signal that
+ * ended the worker, or the setup timeout), bad sizes, a timeout that is not positive. */
 ht_status ht_runner_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
                            ht_runner **out);
 void ht_runner_destroy(ht_runner *r);

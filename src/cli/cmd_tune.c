@@ -23,6 +23,10 @@ static const char *help =
   "  --size K=V        override a problem size (repeatable)\n"
   "  --db FILE         database (default hetune.db or $HETUNE_DB)\n"
   "  --timeout S       a kernel run longer than S seconds is a hang (default 10)\n"
+  "  --compile-timeout S\n"
+  "                    compiling a config for longer fails it; the compiler is killed with the\n"
+  "                    processes it started (default 300)\n"
+  "  --setup-timeout S opening the device, making the data and the reference (default 300)\n"
   "  --warmup S        untimed runs for at least S seconds before timing (default 0: one run)\n"
   "  --min-runs N      timed runs at least (default 3)\n"
   "  --max-runs N      timed runs at most (default 50)\n"
@@ -31,14 +35,15 @@ static const char *help =
   "  --confirm N       then measure the N fastest configs again, --confirm-runs times each (default\n"
   "                    2), every round in a fresh worker process; the best is the lowest median\n"
   "  --confirm-runs R  how often --confirm measures each config again (default 2)\n"
-  "  --in-process      no worker process (faster, but a crashing kernel ends the run)\n"
+  "  --in-process      no worker process (faster, but a crashing kernel ends the run, and one past a\n"
+  "                    timeout ends it with exit status 124, since a hung kernel cannot be stopped)\n"
   "  -q, --quiet       no progress output\n"
   "  -v, --verbose     print each failed evaluation's whole reason (compiler output, mismatch, signal)\n"
   "\n"
   "Each failed evaluation's progress line carries the first line of its reason. Exit status: 0 when a\n"
   "config succeeded, 1 when none did or on an error, 2 for a bad command line or an unknown or\n"
-  "unavailable device, 130 when stopped by Ctrl-C (143 by SIGTERM, 129 by SIGHUP): every finished\n"
-  "evaluation is stored, and a second signal leaves at once.\n";
+  "unavailable device, 124 when --in-process met a timeout, 130 when stopped by Ctrl-C (143 by\n"
+  "SIGTERM, 129 by SIGHUP): every finished evaluation is stored, and a second signal leaves at once.\n";
 
 enum { DEFAULT_BUDGET = 100 };
 
@@ -120,6 +125,9 @@ static int parse_runner_options(const cli_args *a, ht_runner_options *ro) {
   long long n;
   int rc = CLI_OK;
   if (!rc && (v = cli_opt(a, "timeout"))) rc = cli_number("tune", "--timeout", v, 0, &ro->timeout_s);
+  if (!rc && (v = cli_opt(a, "compile-timeout")))
+    rc = cli_number("tune", "--compile-timeout", v, 0, &ro->compile_timeout_s);
+  if (!rc && (v = cli_opt(a, "setup-timeout"))) rc = cli_number("tune", "--setup-timeout", v, 0, &ro->setup_timeout_s);
   if (!rc && (v = cli_opt(a, "rsd"))) rc = cli_number("tune", "--rsd", v, 0, &ro->rsd_target);
   if (!rc && (v = cli_opt(a, "warmup")) && !(rc = cli_number("tune", "--warmup", v, -1e308, &ro->warmup_s)) &&
       ro->warmup_s < 0)
@@ -218,7 +226,7 @@ int cmd_tune(int argc, char **argv) {
   static const char *const known[] = {"device",  "strategy", "options", "budget",   "time",         "seed",
                                       "size",    "db",       "timeout", "warmup",   "min-runs",     "max-runs",
                                       "rsd",     "confirm",  "no-reuse", "quiet",   "confirm-runs", "in-process",
-                                      "verbose", NULL};
+                                      "verbose", "compile-timeout", "setup-timeout", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(help, stdout);
     puts("\nstrategies (options and defaults: docs/strategies.md):");

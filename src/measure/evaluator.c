@@ -3,8 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
+#include "core/process.h"
 #include "measure/evaluator.h"
+
+/* How long threads and processes that a C kernel started get to end after it returned. */
+#define LEFTOVER_SETTLE_S 0.1
 
 typedef struct arg_data {
   size_t n, bytes;
@@ -21,6 +26,8 @@ struct ht_evaluator {
   ht_value *vars;
   arg_data *args;
   int has_ref;
+  int watch;           /* what a kernel may leave running: 0 nothing (OpenCL, CUDA), 1 threads, 2 also processes */
+  ht_threads baseline; /* the threads that ran before the config */
 };
 
 const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->dev->info; }
@@ -144,7 +151,7 @@ static ht_status make_host_data(ht_evaluator *ev) {
 }
 
 /* Runs the reference once on its device (the CPU for a C reference) and keeps its outputs. */
-static ht_status compute_reference(ht_evaluator *ev) {
+static ht_status compute_reference(ht_evaluator *ev, ht_progress_fn progress, void *ctx) {
   const ht_spec *s = ev->spec;
   const ht_spec_kernel *k = &s->reference;
   ht_device *dev = ev->dev;
@@ -167,6 +174,7 @@ static ht_status compute_reference(ht_evaluator *ev) {
   if (!st && !args) st = ht_error(HT_ERR_NOMEM, "out of memory");
   if (!st) st = alloc_buffers(dev, s, data);
   if (!st) st = dev->ops->compile(dev, &src, &d, &prog, &info);
+  if (!st && progress) progress('F', ctx);
   if (!st && (eval_geometry(k, ev->vars, &l, msg, sizeof msg) || build_args(s, data, ev->vars, args, msg, sizeof msg)))
     st = ht_error(HT_ERR_INVALID, "%s", msg);
   if (!st) st = upload(dev, s, data, &t);
@@ -192,13 +200,23 @@ static ht_status check_language(const ht_spec *spec, const ht_device *dev) {
                   spec->name, lang, dev->info.id, lang, lang);
 }
 
-ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
-                              ht_evaluator **out) {
-  ht_evaluator *ev = calloc(1, sizeof *ev);
-  if (!ev) return ht_error(HT_ERR_NOMEM, "out of memory");
-  ev->spec = spec;
-  ev->opt = *opt;
+/* C kernels can start threads and processes, OpenCL and CUDA kernels cannot: for C, the threads
+ * that run now are the baseline a config must leave behind. A worker is a child subreaper, so the
+ * orphans of what a kernel forked stay its children, visible to the check. */
+static ht_status watch_leftovers(ht_evaluator *ev) {
+  if (strcmp(ev->dev->ops->name, "c") != 0) return HT_OK;
+  ev->watch = ev->opt.isolate ? 2 : 1;
+  if (ev->opt.isolate) prctl(PR_SET_CHILD_SUBREAPER, 1);
+  char msg[160];
+  ht_status st = ht_threads_list(&ev->baseline);
+  if (!st) ht_leftovers_gone(&ev->baseline, 0, 0, msg, sizeof msg); /* releases the reference's OpenMP pool */
+  return st;
+}
+
+static ht_status setup(ht_evaluator *ev, const char *device_id, ht_progress_fn progress, void *ctx) {
+  const ht_spec *spec = ev->spec;
   ht_status st = ht_device_open(device_id, &ev->dev);
+  if (!st && progress) progress('D', ctx);
   if (!st) st = check_language(spec, ev->dev);
   if (!st) {
     ev->vars = calloc((size_t)spec->n_names, sizeof(ht_value));
@@ -209,10 +227,24 @@ ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const 
     st = make_host_data(ev);
   }
   if (!st) st = alloc_buffers(ev->dev, spec, ev->args);
+  if (!st && progress) progress('A', ctx);
   if (!st && spec->has_reference) {
-    st = compute_reference(ev);
+    st = compute_reference(ev, progress, ctx);
     ev->has_ref = st == HT_OK;
   }
+  if (!st) st = watch_leftovers(ev);
+  return st;
+}
+
+ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                              ht_progress_fn progress, void *ctx, ht_evaluator **out) {
+  ht_evaluator *ev = calloc(1, sizeof *ev);
+  if (!ev) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ev->spec = spec;
+  ev->opt = *opt;
+  ht_run_capture_limit(opt->setup_timeout_s, "setup timeout");
+  ht_status st = setup(ev, device_id, progress, ctx);
+  ht_run_capture_limit(0, NULL);
   if (st) {
     ht_evaluator_destroy(ev);
     return st;
@@ -231,6 +263,7 @@ void ht_evaluator_destroy(ht_evaluator *ev) {
   }
   free(ev->args);
   free(ev->vars);
+  ht_threads_free(&ev->baseline);
   ht_device_close(ev->dev);
   free(ev);
 }
@@ -324,7 +357,9 @@ static void run_config(run_state *rs, ht_result *r) {
   ht_source src = source_of(&s->kernel);
   ht_compile_info info = {0};
   double t0 = ht_now();
+  ht_run_capture_limit(ev->opt.compile_timeout_s, "compile timeout");
   ht_status st = dev->ops->compile(dev, &src, &d, &rs->prog, &info);
+  ht_run_capture_limit(0, NULL);
   r->compile_s = info.cached ? 0 : ht_now() - t0;
   r->compile_cached = info.cached;
   free(info.log);
@@ -348,15 +383,18 @@ static void run_config(run_state *rs, ht_result *r) {
   if (r->status == HT_EVAL_OK) compute_metrics(ev, r);
 }
 
-void ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_progress_fn progress, void *ctx) {
+int ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_progress_fn progress, void *ctx) {
   ht_result_init(out);
   double t0 = ht_now();
   ht_spec_bind(ev->spec, NULL, cfg, &ev->dev->info, ev->vars);
   run_state rs = {.ev = ev, .progress = progress, .ctx = ctx};
   run_config(&rs, out);
-  if (rs.prog) ev->dev->ops->program_free(ev->dev, rs.prog);
+  char left[160];
+  int clean = !ev->watch || ht_leftovers_gone(&ev->baseline, ev->watch == 2, LEFTOVER_SETTLE_S, left, sizeof left);
+  if (rs.prog && clean) ev->dev->ops->program_free(ev->dev, rs.prog); /* never unload code that may still run */
   if (out->status != HT_EVAL_OK) out->time_s = NAN;
   out->wall_s = ht_now() - t0;
   out->framework_s = out->wall_s - out->compile_s - rs.launch_wall;
   out->timestamp = ht_wall_time();
+  return clean;
 }

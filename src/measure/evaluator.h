@@ -3,20 +3,41 @@
 #ifndef HT_EVALUATOR_H
 #define HT_EVALUATOR_H
 
+#include <sys/types.h>
+
 #include "hetune/measure.h"
 
 typedef struct ht_evaluator ht_evaluator;
 
-/* Progress callback: phase 'C' after compilation, 'H' after each kernel run. */
+/* Progress callback. Setup: 'D' after opening the device, 'A' after creating the data (the
+ * reference comes next), 'F' after compiling the reference (running it comes next). A config: 'C'
+ * after compilation, 'H' after each kernel run. */
 typedef void (*ht_progress_fn)(char phase, void *ctx);
 
-/* Opens the device, creates buffers, fills inputs and computes the reference outputs. */
+/* Opens the device, creates buffers, fills inputs and computes the reference outputs. Tools it runs
+ * (the reference's compiler) are bounded by opt->setup_timeout_s. */
 ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
-                              ht_evaluator **out);
+                              ht_progress_fn progress, void *ctx, ht_evaluator **out);
 void ht_evaluator_destroy(ht_evaluator *ev);
 const ht_device_info *ht_evaluator_device(const ht_evaluator *ev);
-/* Measures one config (indices into the spec's parameter lists). Never fails: failures are results. */
-void ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_progress_fn progress, void *ctx);
+/* Measures one config (indices into the spec's parameter lists). Never fails: failures are results.
+ * The compiler it runs is bounded by opt->compile_timeout_s. Returns 1 when this process is as
+ * clean as before; 0 when a C kernel left threads or (in a worker, opt->isolate) child processes
+ * running: the kernel is then left loaded, since its code may still run, and a worker must not be
+ * used again. */
+int ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_progress_fn progress, void *ctx);
+
+/* Threads of this process (leftovers.c). */
+typedef struct ht_threads {
+  int n, cap;
+  pid_t *tid;
+} ht_threads;
+ht_status ht_threads_list(ht_threads *t);
+void ht_threads_free(ht_threads *t);
+/* 1 when, within settle_s, no thread outside `baseline` runs (OpenMP's pools are released first)
+ * and, with `children`, no child process; else 0, with what still runs in msg. Either way the
+ * threads running now become the baseline. */
+int ht_leftovers_gone(ht_threads *baseline, int children, double settle_s, char *msg, size_t len);
 
 /* Element-wise comparison (verify.c): 0 = pass; else message filled. An element the reference
  * changed from its initial contents (init, when not NULL) but out did not fails too. */

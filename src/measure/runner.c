@@ -1,23 +1,42 @@
 /* The runner: evaluations in a watched worker process (default) or in this process.
  *
  * Worker protocol over two pipes. Parent -> worker: a ht_config to measure. Worker -> parent:
- * one tag byte then its payload: 'I' device info (after setup), 'E' setup error, 'C' compiled,
- * 'H' a kernel run finished (heartbeat), 'R' the ht_result. The parent waits on each message with
- * a deadline: the compile timeout until 'C', the per-run timeout after it. A worker that dies or
- * misses a deadline is killed, its config recorded as failed, and a new worker starts on demand.
- * The parent never opens a device itself, so no OpenCL or CUDA state crosses fork(). */
+ * one tag byte then its payload. Setup: 'D', 'A', 'F' (steps done, see ht_progress_fn), then 'I'
+ * device info or 'E' setup error. A config: 'C' compiled, 'H' a kernel run finished (heartbeat),
+ * 'R' the ht_result and one byte, 1 when the worker is still clean. The parent waits on each
+ * message with a deadline: the setup timeout until 'I', the compile timeout until 'C', the run
+ * timeout after each 'C' or 'H'; it watches the worker's exit too, since a process the kernel
+ * forked may hold the pipe open. A worker that dies or misses a deadline is killed, its config
+ * recorded as failed, and a new worker starts on demand; so does one that is no longer clean.
+ *
+ * The worker leads a process group of its own: killing the group ends whatever its kernels forked,
+ * and the group ends with the tuner even when the tuner is killed. The parent never opens a
+ * device itself, so no OpenCL or CUDA state crosses fork(). */
+#define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "core/process.h"
 #include "measure/evaluator.h"
+
+/* The parent waits this much longer than the compile and setup timeouts: the worker kills a hung
+ * compiler itself at the timeout (removing its files) and reports it. */
+#define GRACE_S 5.0
+/* How long a worker told to end gets to exit before it is killed. */
+#define EXIT_WAIT_S 5.0
+
+typedef struct watchdog watchdog;
 
 struct ht_runner {
   const ht_spec *spec;
@@ -25,6 +44,8 @@ struct ht_runner {
   ht_runner_options opt;
   ht_device_info info;
   ht_evaluator *local; /* in-process mode */
+  watchdog *wd;        /* in-process mode */
+  char left[640];      /* in-process: the config that left threads running (later results are suspect) */
   pid_t pid;           /* worker, 0 when none */
   int to_worker, from_worker;
   int starts;
@@ -39,24 +60,47 @@ void ht_runner_options_default(ht_runner_options *o) {
   o->max_time_s = 1.0;
   o->timeout_s = 10;
   o->compile_timeout_s = 300;
+  o->setup_timeout_s = 300;
   o->isolate = 1;
 }
 
 const ht_device_info *ht_runner_device(const ht_runner *r) { return &r->info; }
 int ht_runner_worker_starts(const ht_runner *r) { return r->starts; }
 
+/* "MODE=2 WG=64": for messages. */
+static void format_config(const ht_spec *s, const ht_config *cfg, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < s->n_params && i < cfg->n && at < len; i++) {
+    char v[64] = "?";
+    if (cfg->idx[i] >= 0 && cfg->idx[i] < s->params[i].n_values) ht_value_format(s->params[i].values[cfg->idx[i]], v, sizeof v);
+    at += (size_t)snprintf(buf + at, len - at, "%s%s=%s", i ? " " : "", s->params[i].name, v);
+  }
+}
+
 /* ---- the worker side ---- */
 
 static void worker_progress(char phase, void *ctx) { ht_fd_write_all(*(int *)ctx, &phase, 1); }
 
-static void worker_main(const ht_spec *spec, const char *device_id, const ht_runner_options *opt, int in, int out) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a tuner killed with -9 */
-  signal(SIGINT, SIG_IGN);          /* Ctrl-C stops the tuner after this config, not the config */
+/* Ends the worker's process group, and the compiler it runs (a group of its own). */
+static void end_worker_group(int sig) {
+  (void)sig;
+  ht_run_capture_kill();
+  kill(0, SIGKILL);
+}
+
+static void worker_main(const ht_spec *spec, const char *device_id, const ht_runner_options *opt, int in, int out,
+                        pid_t parent) {
+  setpgid(0, 0);
+  signal(SIGTERM, end_worker_group);
+  prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive a tuner killed with -9, nor let the group */
+  if (getppid() != parent) end_worker_group(0);
+  signal(SIGINT, SIG_IGN); /* Ctrl-C stops the tuner after this config, not the config */
   /* A crashing kernel must kill the worker, whatever handlers the host application installed. */
   static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
   ht_evaluator *ev;
-  ht_status st = ht_evaluator_create(spec, device_id, opt, &ev);
+  ht_status st = ht_evaluator_create(spec, device_id, opt, worker_progress, &out, &ev);
   if (st != HT_OK) {
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", ht_last_error());
@@ -69,9 +113,15 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
   ht_fd_write_all(out, ht_evaluator_device(ev), sizeof(ht_device_info));
   ht_config cfg;
   static ht_result res; /* large: keep it off the stack */
-  while (ht_fd_read_all(in, &cfg, sizeof cfg, ht_now() + 1e9) == 0) {
-    ht_evaluator_run(ev, &cfg, &res, worker_progress, &out);
-    if (ht_fd_write_all(out, "R", 1) || ht_fd_write_all(out, &res, sizeof res)) break;
+  for (;;) {
+    int rc;
+    while ((rc = ht_fd_read_all(in, &cfg, sizeof cfg, ht_now() + 3600)) == -2) {
+    }
+    if (rc) break;
+    char clean = (char)ht_evaluator_run(ev, &cfg, &res, worker_progress, &out);
+    if (ht_fd_write_all(out, "R", 1) || ht_fd_write_all(out, &res, sizeof res) || ht_fd_write_all(out, &clean, 1))
+      break;
+    if (!clean) _exit(0); /* what the kernel left may run its code: no unloading; the parent kills the group */
   }
   ht_evaluator_destroy(ev);
   _exit(0);
@@ -79,98 +129,153 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
 
 /* ---- the parent side ---- */
 
-/* Closes the pipes (a live worker then exits), optionally kills, and waits: the wait status. */
+/* Reads len bytes from the worker before the deadline: 0; -1 the worker ended; -2 the deadline. */
+static int read_worker(ht_runner *r, void *data, size_t len, double deadline) {
+  char *p = data;
+  while (len) {
+    int rc = ht_child_wait_readable(r->from_worker, r->pid, deadline);
+    if (rc != 1) return rc == -2 ? -2 : -1;
+    ssize_t k = read(r->from_worker, p, len);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    p += k;
+    len -= (size_t)k;
+  }
+  return 0;
+}
+
+/* Closes the pipes (a worker at rest then exits; kill_it: it is killed), kills its process group
+ * and reaps it: the wait status. */
 static int reap_worker(ht_runner *r, int kill_it) {
-  int status = 0;
-  if (!r->pid) return status;
+  if (!r->pid) return 0;
   close(r->to_worker);
   close(r->from_worker);
-  if (kill_it) kill(r->pid, SIGKILL);
-  while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  for (double until = ht_now() + EXIT_WAIT_S; !kill_it && !ht_child_exited(r->pid) && ht_now() < until;)
+    poll(NULL, 0, 5);
+  int status = ht_child_kill_group(r->pid);
   r->pid = 0;
   return status;
 }
 
+/* "crashed with signal 11 (Segmentation fault)": how a worker ended. */
+static void how_it_ended(int status, char *buf, size_t len) {
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+    snprintf(buf, len, "was killed by signal %d (%s; the system does this when it runs out of memory)", SIGKILL,
+             strsignal(SIGKILL));
+  else if (WIFSIGNALED(status))
+    snprintf(buf, len, "crashed with signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else snprintf(buf, len, "exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* What setup was doing after the last step the worker reported. */
+static void setup_step(const ht_runner *r, char step, char *buf, size_t len) {
+  const ht_spec_kernel *ref = &r->spec->reference;
+  if (step == 'D') snprintf(buf, len, "making the data");
+  else if (step == 'A' && r->spec->has_reference) snprintf(buf, len, "compiling the reference %s (%s)", ref->entry, ref->source_path);
+  else if (step == 'F') snprintf(buf, len, "running the reference %s (%s)", ref->entry, ref->source_path);
+  else if (step == 'A') snprintf(buf, len, "finishing setup");
+  else snprintf(buf, len, "opening device %s", r->device_id);
+}
+
+static ht_status await_setup(ht_runner *r) {
+  double deadline = ht_now() + r->opt.setup_timeout_s + GRACE_S;
+  char tag = 0, step = 0;
+  int rc;
+  while ((rc = read_worker(r, &tag, 1, deadline)) == 0 && tag != 'I' && tag != 'E') step = tag;
+  if (rc == 0 && tag == 'I' && read_worker(r, &r->info, sizeof r->info, deadline) == 0) return HT_OK;
+  ht_status code = HT_ERR_DEVICE;
+  char msg[2048], what[1024], how[160];
+  if (rc == 0 && tag == 'E' && read_worker(r, &code, sizeof code, deadline) == 0 &&
+      read_worker(r, msg, sizeof msg, deadline) == 0) {
+    reap_worker(r, 1);
+    msg[sizeof msg - 1] = '\0';
+    return ht_error(code, "%s", msg);
+  }
+  setup_step(r, step, what, sizeof what);
+  int status = reap_worker(r, 1);
+  if (rc == -2)
+    return ht_error(HT_ERR_TIMEOUT, "setup did not finish within %.3g s (the setup timeout) while %s; worker killed",
+                    r->opt.setup_timeout_s, what);
+  how_it_ended(status, how, sizeof how);
+  return ht_error(step == 'A' || step == 'F' ? HT_ERR_RUNTIME : HT_ERR_DEVICE, "the worker process %s while %s", how,
+                  what);
+}
+
 static ht_status start_worker(ht_runner *r) {
   int down[2], up[2];
-  if (pipe(down) || pipe(up)) return ht_error(HT_ERR_INTERNAL, "cannot create pipes: %s", strerror(errno));
+  /* Close-on-exec: the compiler a worker runs must not hold the pipes. */
+  if (pipe2(down, O_CLOEXEC)) return ht_error(HT_ERR_INTERNAL, "cannot create pipes: %s", strerror(errno));
+  if (pipe2(up, O_CLOEXEC)) {
+    close(down[0]);
+    close(down[1]);
+    return ht_error(HT_ERR_INTERNAL, "cannot create pipes: %s", strerror(errno));
+  }
   fflush(NULL); /* the child must not flush the parent's buffered output twice */
-  pid_t pid = fork();
-  if (pid < 0) return ht_error(HT_ERR_INTERNAL, "cannot start a worker process: %s", strerror(errno));
+  pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
     close(down[1]);
     close(up[0]);
-    worker_main(r->spec, r->device_id, &r->opt, down[0], up[1]);
+    worker_main(r->spec, r->device_id, &r->opt, down[0], up[1], parent);
   }
   close(down[0]);
   close(up[1]);
+  if (pid < 0) {
+    close(down[1]);
+    close(up[0]);
+    return ht_error(HT_ERR_INTERNAL, "cannot start a worker process: %s", strerror(errno));
+  }
+  setpgid(pid, pid); /* as the worker does: whichever runs first, its group exists from now on */
   r->pid = pid;
   r->to_worker = down[1];
   r->from_worker = up[0];
   r->starts++;
-  char tag = 0;
-  double deadline = ht_now() + r->opt.compile_timeout_s;
-  int rc = ht_fd_read_all(r->from_worker, &tag, 1, deadline);
-  if (rc == 0 && tag == 'I' && ht_fd_read_all(r->from_worker, &r->info, sizeof r->info, deadline) == 0) return HT_OK;
-  char msg[2048] = "the worker process died during setup";
-  ht_status code = HT_ERR_DEVICE;
-  if (rc == 0 && tag == 'E' && ht_fd_read_all(r->from_worker, &code, sizeof code, deadline) == 0)
-    ht_fd_read_all(r->from_worker, msg, sizeof msg, deadline);
-  if (rc == -2) snprintf(msg, sizeof msg, "setup (device, data, reference) took over %.0f s", r->opt.compile_timeout_s);
-  msg[sizeof msg - 1] = '\0';
-  reap_worker(r, 1);
-  return ht_error(code, "%s", msg);
+  return await_setup(r);
 }
 
 void ht_runner_new_worker(ht_runner *r) {
-  if (r && r->opt.isolate) reap_worker(r, 0); /* its input closes: it exits after its current config */
+  if (r && r->opt.isolate) reap_worker(r, 0);
 }
 
 static void describe_death(ht_runner *r, ht_result *res, int compiled, int timed_out) {
   int status = reap_worker(r, 1);
+  const char *during = compiled ? "a kernel run" : "compilation";
   if (timed_out) {
     res->status = compiled ? HT_EVAL_TIMEOUT : HT_EVAL_COMPILE;
-    snprintf(res->message, sizeof res->message, "%s did not finish within %.3g s; worker killed",
-             compiled ? "a kernel run" : "compilation", compiled ? r->opt.timeout_s : r->opt.compile_timeout_s);
+    snprintf(res->message, sizeof res->message, "%s did not finish within %.3g s (the %s timeout); worker killed", during,
+             compiled ? r->opt.timeout_s : r->opt.compile_timeout_s, compiled ? "run" : "compile");
   } else {
+    char how[160];
+    how_it_ended(status, how, sizeof how);
     res->status = compiled ? HT_EVAL_RUNTIME : HT_EVAL_COMPILE;
-    if (WIFSIGNALED(status))
-      snprintf(res->message, sizeof res->message, "worker crashed with signal %d (%s) during %s", WTERMSIG(status),
-               strsignal(WTERMSIG(status)), compiled ? "a kernel run" : "compilation");
-    else
-      snprintf(res->message, sizeof res->message, "worker exited with status %d during %s",
-               WIFEXITED(status) ? WEXITSTATUS(status) : -1, compiled ? "a kernel run" : "compilation");
+    snprintf(res->message, sizeof res->message, "worker %s during %s", how, during);
   }
 }
 
 static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result *out) {
+  if (r->pid && ht_child_exited(r->pid)) reap_worker(r, 1); /* it ended between configs: not this config's doing */
   if (!r->pid) {
     ht_status st = start_worker(r);
     if (st) return st;
   }
   double t0 = ht_now();
   ht_result_init(out);
-  if (ht_fd_write_all(r->to_worker, cfg, sizeof *cfg)) {
-    describe_death(r, out, 0, 0);
+  int compiled = 0, rc = ht_fd_write_all(r->to_worker, cfg, sizeof *cfg) ? -1 : 0;
+  char tag = 0, clean = 1;
+  while (rc == 0 && tag != 'R') {
+    double deadline = ht_now() + (compiled ? r->opt.timeout_s : r->opt.compile_timeout_s + GRACE_S);
+    rc = read_worker(r, &tag, 1, deadline);
+    if (rc == 0 && tag == 'C') compiled = 1;
+    else if (rc == 0 && tag == 'R' && !(rc = read_worker(r, out, sizeof *out, deadline)))
+      rc = read_worker(r, &clean, 1, deadline);
+  }
+  if (rc != 0) {
+    describe_death(r, out, compiled, rc == -2);
+    out->wall_s = ht_now() - t0;
+    out->timestamp = ht_wall_time();
+    out->time_s = NAN;
     return HT_OK;
   }
-  int compiled = 0;
-  for (;;) {
-    char tag;
-    double deadline = ht_now() + (compiled ? r->opt.timeout_s : r->opt.compile_timeout_s);
-    int rc = ht_fd_read_all(r->from_worker, &tag, 1, deadline);
-    if (rc == 0 && tag == 'C') compiled = 1;
-    else if (rc == 0 && tag == 'R') rc = ht_fd_read_all(r->from_worker, out, sizeof *out, deadline);
-    if (rc != 0) {
-      describe_death(r, out, compiled, rc == -2);
-      out->wall_s = ht_now() - t0;
-      out->timestamp = ht_wall_time();
-      out->time_s = NAN;
-      return HT_OK;
-    }
-    if (tag == 'R') break;
-  }
+  if (!clean) reap_worker(r, 1); /* what the kernel left may still run: the next config gets a new worker */
   /* Count the pipe round trip as framework cost too. */
   double wall = ht_now() - t0;
   out->framework_s += wall - out->wall_s;
@@ -178,8 +283,135 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   return HT_OK;
 }
 
+/* ---- in this process: a watchdog thread ---- */
+
+/* A kernel that hangs in this process cannot be stopped: past a phase's deadline, the watchdog
+ * ends the process with a message, instead of letting it hang for ever. */
+struct watchdog {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  double deadline, limit_s; /* deadline 0: disarmed */
+  const char *what, *limit;
+  char config[512];
+  int stop;
+};
+
+static void watchdog_fire(const watchdog *w) {
+  char msg[2048];
+  int n = snprintf(msg, sizeof msg,
+                   "hetune: %s%s%s%s did not finish within %.3g s (the %s) and cannot be stopped in-process: ending "
+                   "the process (exit status 124). Finished evaluations are stored; in a worker process (without "
+                   "--in-process) a hang is recorded as a failure and tuning goes on.\n",
+                   w->what, w->config[0] ? " (" : "", w->config, w->config[0] ? ")" : "", w->limit_s, w->limit);
+  if (n > 0) ht_fd_write_all(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+  _exit(124);
+}
+
+static void *watchdog_main(void *arg) {
+  watchdog *w = arg;
+  pthread_mutex_lock(&w->mu);
+  while (!w->stop) {
+    double now = ht_now(), until = w->deadline > 0 ? w->deadline : now + 3600;
+    if (w->deadline > 0 && now >= w->deadline) watchdog_fire(w);
+    struct timespec ts = {(time_t)until, (long)((until - floor(until)) * 1e9)};
+    pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Arms the watchdog for `seconds` from now (0: disarms it); what and limit name the phase. */
+static void watchdog_arm(watchdog *w, double seconds, const char *what, const char *limit) {
+  pthread_mutex_lock(&w->mu);
+  w->deadline = seconds > 0 ? ht_now() + fmin(seconds, 1e9) : 0;
+  w->limit_s = seconds;
+  w->what = what;
+  w->limit = limit;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static ht_status watchdog_start(watchdog **out) {
+  watchdog *w = calloc(1, sizeof *w);
+  if (!w) return ht_error(HT_ERR_NOMEM, "out of memory");
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* ht_now()'s clock */
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  int rc = pthread_create(&w->thread, NULL, watchdog_main, w);
+  if (rc) {
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    return ht_error(HT_ERR_INTERNAL, "cannot start the watchdog thread: %s", strerror(rc));
+  }
+  *out = w;
+  return HT_OK;
+}
+
+static void watchdog_stop(watchdog *w) {
+  if (!w) return;
+  pthread_mutex_lock(&w->mu);
+  w->stop = 1;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->thread, NULL);
+  pthread_cond_destroy(&w->cv);
+  pthread_mutex_destroy(&w->mu);
+  free(w);
+}
+
+static void local_progress(char phase, void *ctx) {
+  ht_runner *r = ctx;
+  if (phase == 'C' || phase == 'H') watchdog_arm(r->wd, r->opt.timeout_s, "a kernel run", "run timeout");
+}
+
+static ht_status create_local(ht_runner *r) {
+  ht_status st = watchdog_start(&r->wd); /* first: its thread belongs to the evaluator's baseline */
+  if (st) return st;
+  watchdog_arm(r->wd, r->opt.setup_timeout_s + GRACE_S, "setup (device, data, reference)", "setup timeout");
+  st = ht_evaluator_create(r->spec, r->device_id, &r->opt, NULL, NULL, &r->local);
+  watchdog_arm(r->wd, 0, NULL, NULL);
+  if (!st) r->info = *ht_evaluator_device(r->local);
+  return st;
+}
+
+/* A config that leaves threads running here keeps its result, but what runs may disturb any later
+ * config, and no worker can be discarded: the next evaluation is an error instead. */
+static ht_status evaluate_local(ht_runner *r, const ht_config *cfg, ht_result *out) {
+  if (r->left[0])
+    return ht_error(HT_ERR_RUNTIME, "%s left threads running after its kernel returned; in-process, later measurements "
+                    "could be disturbed by them (run in a worker process, without --in-process)", r->left);
+  char config[512];
+  format_config(r->spec, cfg, config, sizeof config);
+  pthread_mutex_lock(&r->wd->mu);
+  snprintf(r->wd->config, sizeof r->wd->config, "%s", config);
+  pthread_mutex_unlock(&r->wd->mu);
+  watchdog_arm(r->wd, r->opt.compile_timeout_s + GRACE_S, "compilation", "compile timeout");
+  int clean = ht_evaluator_run(r->local, cfg, out, local_progress, r); /* a kernel left running is never unloaded */
+  watchdog_arm(r->wd, 0, NULL, NULL);
+  if (!clean) snprintf(r->left, sizeof r->left, "config %s", config);
+  return HT_OK;
+}
+
+/* ---- the runner ---- */
+
+static ht_status check_timeouts(const ht_runner_options *o) {
+  const double t[] = {o->timeout_s, o->compile_timeout_s, o->setup_timeout_s};
+  static const char *const name[] = {"timeout_s", "compile_timeout_s", "setup_timeout_s"};
+  for (int i = 0; i < 3; i++)
+    if (!(t[i] > 0)) return ht_error(HT_ERR_INVALID, "runner options: %s is %g; a timeout must be positive", name[i], t[i]);
+  return HT_OK;
+}
+
 ht_status ht_runner_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
                            ht_runner **out) {
+  *out = NULL;
+  ht_status st = opt ? check_timeouts(opt) : HT_OK;
+  if (st) return st;
   ht_runner *r = calloc(1, sizeof *r);
   if (!r) return ht_error(HT_ERR_NOMEM, "out of memory");
   r->spec = spec;
@@ -189,13 +421,11 @@ ht_status ht_runner_create(const ht_spec *spec, const char *device_id, const ht_
   if (r->opt.min_runs < 2) r->opt.min_runs = 2;
   if (r->opt.max_runs > HT_MAX_SAMPLES) r->opt.max_runs = HT_MAX_SAMPLES;
   if (r->opt.max_runs < r->opt.min_runs) r->opt.max_runs = r->opt.min_runs;
-  ht_status st;
   if (r->opt.isolate) {
     signal(SIGPIPE, SIG_IGN); /* a dead worker must give EPIPE, not kill the tuner */
     st = start_worker(r);
   } else {
-    st = ht_evaluator_create(spec, r->device_id, &r->opt, &r->local);
-    if (!st) r->info = *ht_evaluator_device(r->local);
+    st = create_local(r);
   }
   if (st) {
     ht_runner_destroy(r);
@@ -206,17 +436,14 @@ ht_status ht_runner_create(const ht_spec *spec, const char *device_id, const ht_
 }
 
 ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out) {
-  if (r->local) {
-    ht_evaluator_run(r->local, cfg, out, NULL, NULL);
-    return HT_OK;
-  }
-  return evaluate_isolated(r, cfg, out);
+  return r->local ? evaluate_local(r, cfg, out) : evaluate_isolated(r, cfg, out);
 }
 
 void ht_runner_destroy(ht_runner *r) {
   if (!r) return;
   reap_worker(r, 0);
   ht_evaluator_destroy(r->local);
+  watchdog_stop(r->wd);
   free(r->device_id);
   free(r);
 }
