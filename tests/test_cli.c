@@ -433,6 +433,10 @@ static void test_bad_options(void **state) {
   expect_error(r, 2, "--seed");
   run(r, "tune", path, "--db", F->db, "--quiet", "--timeout", "soon");
   expect_error(r, 2, "--timeout");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--compile-timeout", "0");
+  expect_error(r, 2, "--compile-timeout");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--setup-timeout", "-1");
+  expect_error(r, 2, "--setup-timeout");
   run(r, "tune", path, "--db", F->db, "--quiet", "--warmup", "-1");
   expect_error(r, 2, "--warmup -1", "0 or more");
   run(r, "tune", path, "--db", F->db, "--quiet", "--warmup", "long");

@@ -93,7 +93,7 @@ static int cmp_group_median(const void *x, const void *y) {
 
 /* The rows grouped by (device, problem, config), in that order; NULL when out of memory. */
 static row_group *group_rows(best_ctx *b, int *n_groups) {
-  qsort(b->rows, (size_t)b->n, sizeof *b->rows, cmp_best_row);
+  if (b->n) qsort(b->rows, (size_t)b->n, sizeof *b->rows, cmp_best_row); /* rows is NULL when empty */
   row_group *g = malloc(((size_t)b->n + 1) * sizeof *g);
   *n_groups = 0;
   if (!g) return NULL;
