@@ -108,6 +108,38 @@ static void test_opencl_failures_are_results(void **state) {
   ht_spec_destroy(spec);
 }
 
+/* A write one element (C) or a few elements (OpenCL without its edge guard) past the end of a
+ * buffer is a correctness failure naming the element, at sizes that are and are not multiples of
+ * the vector and work-group widths; the correct kernel passes at each. */
+static void expect_overrun(const char *file, const char *device, const char *size, const char *first_bad) {
+  ht_spec *spec = load(file);
+  assert_int_equal(ht_spec_set_size(spec, size), HT_OK);
+  ht_runner_options o;
+  fast_options(&o);
+  ht_runner *r;
+  assert_int_equal(ht_runner_create(spec, device, &o, &r), HT_OK);
+  ht_result *res = malloc(sizeof *res);
+  ht_config c = config_of(1, 0);
+  assert_int_equal(ht_runner_evaluate(r, &c, res), HT_OK);
+  if (res->status != HT_EVAL_OK) fail_msg("%s %s MODE=0: %s", file, size, res->message);
+  c = config_of(1, 1);
+  assert_int_equal(ht_runner_evaluate(r, &c, res), HT_OK);
+  if (res->status != HT_EVAL_CORRECTNESS || !strstr(res->message, first_bad) || !strstr(res->message, "past the end"))
+    fail_msg("%s %s MODE=1: %s: %s", file, size, ht_eval_status_name(res->status), res->message);
+  free(res);
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+}
+
+static void test_overrun_detected(void **state) {
+  (void)state;
+  expect_overrun(DATA "overrun_c.json", "c", "N=1", "out[1]");
+  expect_overrun(DATA "overrun_c.json", "c", "N=1000", "out[1000]");
+  expect_overrun(DATA "overrun_c.json", "c", "N=4099", "out[4099]");
+  expect_overrun(DATA "overrun_opencl.json", "opencl", "N=1001", "out[1001]");
+  expect_overrun(DATA "overrun_opencl.json", "opencl", "N=13", "out[13]");
+}
+
 static void test_in_process_runner(void **state) {
   (void)state;
   ht_spec *spec = load(DATA "bad_c.json");
@@ -385,7 +417,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_c_failures_are_results),
     cmocka_unit_test(test_opencl_failures_are_results),
-    cmocka_unit_test(test_in_process_runner),
+    cmocka_unit_test(test_in_process_runner), cmocka_unit_test(test_overrun_detected),
     cmocka_unit_test(test_warmup_time),
     cmocka_unit_test(test_confirm_fastest),
     cmocka_unit_test(test_unknown_device_is_an_error),

@@ -11,10 +11,16 @@
 /* How long threads and processes that a C kernel started get to end after it returned. */
 #define LEFTOVER_SETTLE_S 0.1
 
+/* Every buffer the runner allocates is GUARD_BYTES longer than asked, its tail filled with a
+ * pattern no kernel writes by chance; after the verified run, a changed tail is a write past the
+ * end (which on a host buffer would otherwise corrupt the heap unseen). */
+#define GUARD_BYTES 64
+static unsigned char guard_byte(size_t i) { return (unsigned char)(0xA5 ^ (i * 37)); }
+
 typedef struct arg_data {
   size_t n, bytes;
-  void *init;  /* initial contents (inputs and outputs alike, so every config starts equal) */
-  void *out;   /* read-back of written buffers */
+  void *init;  /* initial contents (inputs and outputs alike, so every config starts equal), then the guard */
+  void *out;   /* read-back of written buffers, guard included */
   void *ref;   /* reference output of written buffers */
   ht_buffer *buf;
 } arg_data;
@@ -82,7 +88,7 @@ static ht_status upload(ht_device *dev, const ht_spec *s, arg_data *data, double
   for (int i = 0; i < s->n_args; i++) {
     if (!s->args[i].is_buffer) continue;
     double t = 0;
-    ht_status st = dev->ops->buffer_write(dev, data[i].buf, data[i].init, data[i].bytes, &t);
+    ht_status st = dev->ops->buffer_write(dev, data[i].buf, data[i].init, data[i].bytes + GUARD_BYTES, &t);
     if (st) return st;
     *seconds += t;
   }
@@ -94,7 +100,8 @@ static ht_status download(ht_device *dev, const ht_spec *s, arg_data *data, int 
   for (int i = 0; i < s->n_args; i++) {
     if (!s->args[i].is_buffer || !(s->args[i].access & HT_ACCESS_WRITE)) continue;
     double t = 0;
-    ht_status st = dev->ops->buffer_read(dev, data[i].buf, to_ref ? data[i].ref : data[i].out, data[i].bytes, &t);
+    ht_status st = to_ref ? dev->ops->buffer_read(dev, data[i].buf, data[i].ref, data[i].bytes, &t)
+                          : dev->ops->buffer_read(dev, data[i].buf, data[i].out, data[i].bytes + GUARD_BYTES, &t);
     if (st) return st;
     *seconds += t;
   }
@@ -104,7 +111,7 @@ static ht_status download(ht_device *dev, const ht_spec *s, arg_data *data, int 
 static ht_status alloc_buffers(ht_device *dev, const ht_spec *s, arg_data *data) {
   for (int i = 0; i < s->n_args; i++) {
     if (!s->args[i].is_buffer) continue;
-    ht_status st = dev->ops->buffer_new(dev, data[i].bytes ? data[i].bytes : 1, &data[i].buf);
+    ht_status st = dev->ops->buffer_new(dev, data[i].bytes + GUARD_BYTES, &data[i].buf);
     if (st) return ht_error_prefix(st, "argument %s (%zu bytes): ", s->args[i].name, data[i].bytes);
   }
   return HT_OK;
@@ -138,14 +145,15 @@ static ht_status make_host_data(ht_evaluator *ev) {
     arg_data *d = &ev->args[i];
     d->n = (size_t)n;
     d->bytes = d->n * ht_dtype_size(a->type);
-    d->init = malloc(d->bytes ? d->bytes : 1);
+    d->init = malloc(d->bytes + GUARD_BYTES);
     int written = a->access & HT_ACCESS_WRITE;
-    d->out = written ? malloc(d->bytes ? d->bytes : 1) : NULL;
+    d->out = written ? malloc(d->bytes + GUARD_BYTES) : NULL;
     d->ref = written ? malloc(d->bytes ? d->bytes : 1) : NULL;
     if (!d->init || (written && (!d->out || !d->ref)))
       return ht_error(HT_ERR_NOMEM, "argument %s: cannot allocate %zu bytes", a->name, d->bytes);
     ht_status st = ht_fill_buffer(a, d->init, d->n, s->seed * 1000003ULL + (uint64_t)i);
     if (st) return st;
+    for (size_t g = 0; g < GUARD_BYTES; g++) ((unsigned char *)d->init)[d->bytes + g] = guard_byte(g);
   }
   return HT_OK;
 }
@@ -275,6 +283,19 @@ static void fail(ht_result *r, ht_eval_status status, const char *fmt, const cha
   snprintf(r->message, sizeof r->message, fmt, detail);
 }
 
+/* 1 (with the message) when the kernel wrote into the guard after a's last element. */
+static int overran(const ht_spec_arg *a, const arg_data *d, char *msg, size_t len) {
+  const unsigned char *tail = (const unsigned char *)d->out + d->bytes;
+  for (size_t g = 0; g < GUARD_BYTES; g++)
+    if (tail[g] != guard_byte(g)) {
+      size_t elem = ht_dtype_size(a->type);
+      snprintf(msg, len, "%s[%zu]: written past the end of the buffer (%zu elements; byte %zu after it changed)",
+               a->name, d->n + g / elem, d->n, g);
+      return 1;
+    }
+  return 0;
+}
+
 static int verify_outputs(ht_evaluator *ev, ht_result *r) {
   const ht_spec *s = ev->spec;
   double t0 = ht_now();
@@ -283,7 +304,9 @@ static int verify_outputs(ht_evaluator *ev, ht_result *r) {
     const ht_spec_arg *a = &s->args[i];
     if (!a->is_buffer || !(a->access & HT_ACCESS_WRITE)) continue;
     arg_data *d = &ev->args[i];
-    bad = ev->has_ref ? ht_verify_buffer(a->name, a->type, d->out, d->ref, d->init, d->n, s->rtol, s->atol,
+    bad = overran(a, d, r->message, sizeof r->message);
+    if (!bad)
+      bad = ev->has_ref ? ht_verify_buffer(a->name, a->type, d->out, d->ref, d->init, d->n, s->rtol, s->atol,
                                          r->message, sizeof r->message)
                       : ht_check_finite(a->name, a->type, d->out, d->n, r->message, sizeof r->message);
   }
