@@ -90,10 +90,26 @@ double ht_stat_max(const double *x, int n);
 uint64_t ht_hash64(const void *data, size_t n, uint64_t seed); /* seed 0 = the FNV offset basis */
 uint64_t ht_hash_str(const char *s, uint64_t seed);
 void ht_hash_hex(uint64_t h, char out[17]);
+/* Chains onto seed the contents of every file text #includes, found as a C preprocessor finds it:
+ * "name" in the including file's folder first, then (and <name>) in the folder of path and the
+ * -I, -iquote, -isystem and --include-path folders of flags; recursively, each file once. A name
+ * found nowhere (a system header) adds nothing, nor does #include MACRO (not followed); with no
+ * header found the result is seed. A header edit changes the hash, so the kernel's identity and
+ * cache keys change with it. */
+uint64_t ht_include_hash(const char *text, const char *path, const char *flags, uint64_t seed);
 
 /* ---- small utilities ---- */
-/* Reads a whole file (NUL-terminated). Error names the path. */
+/* The most ht_read_file reads: spec, source, recorded and dataset files are far smaller; the limit
+ * keeps a wrong path (a disk image, /dev/zero) from eating the memory. */
+#define HT_READ_FILE_MAX ((size_t)256 << 20)
+/* Reads a whole regular file (NUL-terminated) of at most HT_READ_FILE_MAX bytes. A folder, pipe,
+ * socket or device, or a larger file, is an HT_ERR_IO error naming the path (and the limit). */
 ht_status ht_read_file(const char *path, char **out, size_t *len);
+/* The same with a limit of max bytes. */
+ht_status ht_read_file_max(const char *path, size_t max, char **out, size_t *len);
+/* HT_OK when path is a regular file of at most max bytes, else the error ht_read_file_max gives:
+ * for readers that stream a file rather than load it whole. */
+ht_status ht_check_regular_file(const char *path, size_t max);
 /* Writes atomically through a unique temporary file and rename(): concurrent writers of one path
  * (cache entries) never leave a torn file. */
 ht_status ht_write_file_atomic(const char *path, const void *data, size_t len);
@@ -109,10 +125,23 @@ int ht_fd_read_all(int fd, void *data, size_t len, double deadline);
  * Cannot start it: HT_ERR_NOTFOUND "cannot run 'x': reason". timeout_s > 0: killed after that
  * long, HT_ERR_TIMEOUT (the log so far is kept). */
 ht_status ht_run_capture(char *const argv[], const char *dir, double timeout_s, char **log, int *exit_code);
-/* mkdir -p */
+/* mkdir -p. Folders in the compile cache (ht_cache_dir() and below) are created 0700 and must be
+ * the user's own and writable by nobody else (ht_check_private_dir); the folders above it must not
+ * be writable by everyone without the sticky bit. Otherwise HT_ERR_IO says which folder and why. */
 ht_status ht_mkdir_p(const char *path);
-/* The compile cache folder: $HETUNE_CACHE_DIR, else $XDG_CACHE_HOME/hetune, else ~/.cache/hetune. */
+/* The compile cache folder: $HETUNE_CACHE_DIR, else $XDG_CACHE_HOME/hetune, else
+ * ~/.cache/hetune, else /tmp/hetune-cache-<uid>. Create it (and sub folders) with ht_mkdir_p, which
+ * refuses a folder another user could write: hetune runs the code it finds there. */
 const char *ht_cache_dir(void);
+/* HT_OK when dir is a folder owned by the effective user and not writable by group or others. */
+ht_status ht_check_private_dir(const char *dir);
+/* HT_OK unless dir is writable by everyone without the sticky bit (as /tmp has). */
+ht_status ht_check_cache_ancestor(const char *dir);
+/* A spec's compiler flags against $HETUNE_ALLOWED_FLAGS: blank-separated glob patterns (fnmatch),
+ * where the word "default" stands for hetune's list of code-generation flags (-O*, -march=*,
+ * -ffast-math, -D*, -I*, -cl-*, --use_fast_math, ...). Unset or empty: every flag is allowed. A
+ * flag no pattern matches is HT_ERR_INVALID naming where (the source) and the flag. */
+ht_status ht_flags_check(const char *flags, const char *where);
 
 /* A growable string buffer. */
 typedef struct ht_buf { char *data; size_t len, cap; int failed; } ht_buf;

@@ -27,7 +27,8 @@ static const char *help =
 
 static int is_t1(const char *path) {
   json_error_t err;
-  json_t *root = json_load_file(path, 0, &err);
+  /* Not a regular file of sane size: the spec loader says so. */
+  json_t *root = ht_check_regular_file(path, HT_READ_FILE_MAX) ? NULL : json_load_file(path, 0, &err);
   int t1 = root && json_object_get(root, "ConfigurationSpace") != NULL;
   json_decref(root);
   return t1;

@@ -37,6 +37,9 @@ static const char *help =
   "  --confirm-runs R  how often --confirm measures each config again (default 2)\n"
   "  --in-process      no worker process (faster, but a crashing kernel ends the run, and one past a\n"
   "                    timeout ends it with exit status 124, since a hung kernel cannot be stopped)\n"
+  "  --allowed-flags L compile only if each of the spec's compiler flags matches a pattern of L\n"
+  "                    (blank-separated globs; \"default\": flags that only tune code generation).\n"
+  "                    For specs you did not write; also $HETUNE_ALLOWED_FLAGS (docs/spec.md)\n"
   "  -q, --quiet       no progress output\n"
   "  -v, --verbose     print each failed evaluation's whole reason (compiler output, mismatch, signal)\n"
   "\n"
@@ -226,7 +229,7 @@ int cmd_tune(int argc, char **argv) {
   static const char *const known[] = {"device",  "strategy", "options", "budget",   "time",         "seed",
                                       "size",    "db",       "timeout", "warmup",   "min-runs",     "max-runs",
                                       "rsd",     "confirm",  "no-reuse", "quiet",   "confirm-runs", "in-process",
-                                      "verbose", "compile-timeout", "setup-timeout", NULL};
+                                      "verbose", "compile-timeout", "setup-timeout", "allowed-flags", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(help, stdout);
     puts("\nstrategies (options and defaults: docs/strategies.md):");
@@ -242,6 +245,8 @@ int cmd_tune(int argc, char **argv) {
   if (!rc) rc = parse_tune_options(&a, &to);
   if (!rc) rc = parse_runner_options(&a, &ro);
   if (rc) return rc;
+  /* The backends check every compile against it, workers included (they inherit it). */
+  if (cli_opt(&a, "allowed-flags")) setenv("HETUNE_ALLOWED_FLAGS", cli_opt(&a, "allowed-flags"), 1);
   ht_spec *spec;
   if ((rc = cli_load_spec(&a, a.pos[0], &spec))) return rc;
   ht_store *store;

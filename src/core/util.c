@@ -1,5 +1,7 @@
 /* Hashing, files, strings, logging. */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,39 +29,77 @@ uint64_t ht_hash_str(const char *s, uint64_t seed) {
 
 void ht_hash_hex(uint64_t h, char out[17]) { snprintf(out, 17, "%016llx", (unsigned long long)h); }
 
-ht_status ht_read_file(const char *path, char **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return ht_error(HT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  ht_buf b = {0};
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-    if (b.len + n + 1 > b.cap) {
-      size_t cap = (b.cap ? b.cap * 2 : 65536) + n;
-      char *p = realloc(b.data, cap);
-      if (!p) {
-        fclose(f);
-        free(b.data);
-        return ht_error(HT_ERR_NOMEM, "%s: out of memory reading the file", path);
-      }
-      b.data = p;
-      b.cap = cap;
-    }
-    memcpy(b.data + b.len, chunk, n);
-    b.len += n;
+/* "64 MiB", "1000 bytes": a limit in the unit users think in. */
+static void fmt_bytes(size_t n, char *out, size_t len) {
+  if (n >= (1u << 20) && n % (1u << 20) == 0) snprintf(out, len, "%zu MiB", n >> 20);
+  else snprintf(out, len, "%zu bytes", n);
+}
+
+/* Opens path for reading if it is a regular file of at most max bytes. O_NONBLOCK: opening a FIFO
+ * must not wait for a writer before it can be refused. */
+static ht_status open_regular(const char *path, size_t max, int *fd_out, size_t *size) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return ht_error(HT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  char lim[32];
+  fmt_bytes(max, lim, sizeof lim);
+  ht_status s = HT_OK;
+  if (fstat(fd, &st) != 0) s = ht_error(HT_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    s = ht_error(HT_ERR_IO, "%s: not a regular file (a %s): hetune reads only files", path,
+                 S_ISDIR(st.st_mode)    ? "folder"
+                 : S_ISFIFO(st.st_mode) ? "pipe"
+                 : S_ISSOCK(st.st_mode) ? "socket"
+                                        : "device");
+  else if ((uintmax_t)st.st_size > (uintmax_t)max)
+    s = ht_error(HT_ERR_IO, "%s: %lld bytes, more than the limit of %s", path, (long long)st.st_size, lim);
+  if (s) {
+    close(fd);
+    return s;
   }
-  int err = ferror(f);
-  fclose(f);
-  if (err) {
-    free(b.data);
-    return ht_error(HT_ERR_IO, "%s: read error", path);
-  }
-  if (!b.data) b.data = calloc(1, 1);
-  else b.data[b.len] = '\0';
-  if (!b.data) return ht_error(HT_ERR_NOMEM, "out of memory");
-  *out = b.data;
-  if (len) *len = b.len;
+  *fd_out = fd;
+  *size = (size_t)st.st_size;
   return HT_OK;
+}
+
+ht_status ht_read_file_max(const char *path, size_t max, char **out, size_t *len) {
+  int fd;
+  size_t size;
+  ht_status s = open_regular(path, max, &fd, &size);
+  if (s) return s;
+  /* One byte more than the size: a file that grows while being read is caught, not cut short. */
+  char *data = malloc(size + 2);
+  size_t n = 0;
+  if (!data) s = ht_error(HT_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, size);
+  while (!s && n < size + 1) {
+    ssize_t k = read(fd, data + n, size + 1 - n);
+    if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (k < 0) s = ht_error(HT_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  close(fd);
+  if (!s && n > size) s = ht_error(HT_ERR_IO, "%s: the file grew while being read", path);
+  if (s) {
+    free(data);
+    return s;
+  }
+  data[n] = '\0';
+  *out = data;
+  if (len) *len = n;
+  return HT_OK;
+}
+
+ht_status ht_read_file(const char *path, char **out, size_t *len) {
+  return ht_read_file_max(path, HT_READ_FILE_MAX, out, len);
+}
+
+ht_status ht_check_regular_file(const char *path, size_t max) {
+  int fd;
+  size_t size;
+  ht_status s = open_regular(path, max, &fd, &size);
+  if (!s) close(fd);
+  return s;
 }
 
 /* A unique temporary (mkstemp) then rename: safe when threads or processes write the same path. */
@@ -134,24 +174,37 @@ char *ht_strfmt(const char *fmt, ...) {
   return p;
 }
 
+/* Length of the cache folder's path when path is that folder or inside it, else 0. */
+static size_t in_cache(const char *path) {
+  const char *root = ht_cache_dir();
+  size_t n = strlen(root);
+  return n && strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/') ? n : 0;
+}
+
+/* Inside the cache: created 0700 and checked, since hetune loads and runs what it finds there. */
+static ht_status mkdir_one(const char *p, size_t cache_len) {
+  if (mkdir(p, cache_len ? 0700 : 0755) != 0 && errno != EEXIST)
+    return ht_error(HT_ERR_IO, "%s: cannot create folder: %s", p, strerror(errno));
+  if (!cache_len) return HT_OK;
+  return strlen(p) >= cache_len ? ht_check_private_dir(p) : ht_check_cache_ancestor(p);
+}
+
 ht_status ht_mkdir_p(const char *path) {
   char *p = ht_strdup(path);
   if (!p) return ht_error(HT_ERR_NOMEM, "out of memory");
-  for (char *q = p + 1;; q++) {
+  size_t cache_len = in_cache(path);
+  ht_status s = *p ? HT_OK : ht_error(HT_ERR_INVALID, "cannot create a folder with an empty name");
+  for (char *q = p + 1; !s; q++) {
     if (*q == '/' || *q == '\0') {
       char c = *q;
       *q = '\0';
-      if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-        ht_status s = ht_error(HT_ERR_IO, "%s: cannot create folder: %s", p, strerror(errno));
-        free(p);
-        return s;
-      }
+      if (q[-1] != '/') s = mkdir_one(p, cache_len);
       *q = c;
       if (c == '\0') break;
     }
   }
   free(p);
-  return HT_OK;
+  return s;
 }
 
 const char *ht_cache_dir(void) {
@@ -160,7 +213,9 @@ const char *ht_cache_dir(void) {
   if (env && *env) snprintf(dir, sizeof dir, "%s", env);
   else if ((env = getenv("XDG_CACHE_HOME")) && *env) snprintf(dir, sizeof dir, "%s/hetune", env);
   else if ((env = getenv("HOME")) && *env) snprintf(dir, sizeof dir, "%s/.cache/hetune", env);
-  else snprintf(dir, sizeof dir, "/tmp/hetune-cache-%d", (int)getuid());
+  else snprintf(dir, sizeof dir, "/tmp/hetune-cache-%d", (int)geteuid());
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') dir[--n] = '\0'; /* "dir/" and "dir" are one cache */
   return dir;
 }
 

@@ -35,8 +35,36 @@ uint64_t ht_defines_hash(const ht_defines *defs, uint64_t seed);
 /* Folder of src->path ("." when the path has none); NULL when src->path is NULL. malloc'ed. */
 char *ht_source_dir(const ht_source *src);
 
-/* <cache>/<sub>, created. malloc'ed into *out. */
+/* <cache>/<sub>, created 0700 and checked to be the user's own and writable by nobody else
+ * (ht_mkdir_p): backends load and run what they find there. malloc'ed into *out. */
 ht_status ht_cache_subdir(const char *sub, char **out);
+/* The same, for a backend's open(): a cache that cannot be trusted fails the device up front,
+ * rather than each compile (which tuning would store as the configs' failures). */
+ht_status ht_cache_check(const char *sub);
+
+/* A cache entry: data behind a header recording its length and hash when written (atomically),
+ * the hash seeded with the file's name so that one entry copied over another is no match. */
+ht_status ht_cache_put(const char *path, const void *data, size_t len);
+/* Reads an entry ht_cache_put wrote, NUL-terminated (malloc'ed). Missing, truncated or altered
+ * (the hash differs): HT_ERR_NOTFOUND saying which, and the caller builds it again. */
+ht_status ht_cache_get(const char *path, char **data, size_t *len);
+
+/* The C backend's cache entries (c_cache.c): <key>.so and its manifest <key>.deps. */
+typedef struct c_cache_entry {
+  size_t size;   /* of the .so when it was written */
+  uint64_t hash; /* of its bytes */
+} c_cache_entry;
+/* After a build of cfile into tmp_so with the compiler's -MD list in depfile: moves tmp_so to
+ * sofile and records its manifest (the .so's hash, every file the compiler read; without a list,
+ * ht_include_hash of src). *e describes the new .so. */
+ht_status ht_c_cache_record(const char *tmp_so, const char *sofile, const char *depfile, const char *cfile,
+                            const ht_source *src, c_cache_entry *e);
+/* The entry of sofile while every file its manifest lists is unchanged; else HT_ERR_NOTFOUND
+ * saying why (missing, damaged, a header edited), and the caller builds again. */
+ht_status ht_c_cache_lookup(const char *sofile, const ht_source *src, c_cache_entry *e);
+/* dlopen()s sofile only if it is a private file of the user's with the size and hash of e;
+ * HT_ERR_NOTFOUND saying why otherwise. */
+ht_status ht_c_cache_dlopen(const char *sofile, const c_cache_entry *e, void **handle);
 
 /* The first line of log that mentions "error" (else the first non-empty line), copied into out. */
 void ht_first_error_line(const char *log, char *out, size_t len);

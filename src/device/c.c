@@ -183,7 +183,7 @@ static ht_status c_probe(ht_device_info *out, int max, int *n) {
 static ht_status c_open(ht_device *dev, int index) {
   if (index != 0) return ht_error(HT_ERR_NOTFOUND, "c backend has one device (c:0), not %d", index);
   dev->impl = NULL;
-  return HT_OK;
+  return ht_cache_check("c");
 }
 
 static void c_close(ht_device *dev) { (void)dev; }
@@ -191,7 +191,7 @@ static void c_close(ht_device *dev) { (void)dev; }
 /* ---- compile ---- */
 
 static uint64_t c_cache_key(const ht_device *dev, const ht_source *src, const ht_defines *defs) {
-  uint64_t h = ht_hash_str("c-backend-v1", 0);
+  uint64_t h = ht_hash_str("c-backend-v2", 0);
   h = ht_hash_str(src->text, h);
   h = ht_defines_hash(defs, h);
   h = ht_hash_str(src->flags, h);
@@ -203,9 +203,13 @@ static uint64_t c_cache_key(const ht_device *dev, const ht_source *src, const ht
 }
 
 static void build_argv(argv_t *a, const ht_source *src, const ht_defines *defs, const char *cfile,
-                       const char *sofile) {
+                       const char *sofile, const char *depfile) {
   argv_split(a, compiler());
   for (int i = 0; i < N_BASE; i++) argv_push(a, ht_strdup(base_flags[i]));
+  /* The files the compiler reads, for the cache entry's manifest (c_cache.c). */
+  argv_push(a, ht_strdup("-MD"));
+  argv_push(a, ht_strdup("-MF"));
+  argv_push(a, ht_strdup(depfile));
   char *dir = ht_source_dir(src);
   if (dir) argv_push(a, ht_strfmt("-I%s", dir));
   free(dir);
@@ -241,33 +245,47 @@ static ht_status compile_failed(const ht_source *src, const char *log, int code)
   return ht_compile_error(src->path, what, log);
 }
 
+/* A unique temporary file next to path (mkstemp), closed; NULL when it cannot be made. */
+static char *temp_next_to(const char *path, const char *what) {
+  char *tmp = ht_strfmt("%s.%s.%d.XXXXXX", path, what, (int)getpid());
+  int fd = tmp ? mkstemp(tmp) : -1;
+  if (fd >= 0) close(fd);
+  else free(tmp);
+  return fd >= 0 ? tmp : NULL;
+}
+
 /* Compiles into a unique temporary .so, then rename()s it to sofile: readers never see a
  * half-written object and concurrent compilers of the same key just overwrite each other. */
 static ht_status run_compiler(const char *dir, const char *sofile, const ht_source *src, const ht_defines *defs,
-                              ht_compile_info *info) {
-  char *cfile = NULL, *tmp_so = ht_strfmt("%s.tmp.%d.XXXXXX", sofile, (int)getpid());
-  if (!tmp_so) return ht_error(HT_ERR_NOMEM, "out of memory");
+                              ht_compile_info *info, c_cache_entry *e) {
+  char *cfile = NULL, *tmp_so = temp_next_to(sofile, "tmp"), *depfile = temp_next_to(sofile, "d");
+  if (!tmp_so || !depfile) {
+    ht_status s = ht_error(HT_ERR_IO, "%s: cannot create a temporary file: %s", dir, strerror(errno));
+    if (tmp_so) unlink(tmp_so);
+    free(tmp_so);
+    free(depfile);
+    return s;
+  }
   char *text = ht_source_with_line(src); /* the compiler reads a temporary copy */
   ht_status s = text ? write_temp_source(dir, text, &cfile) : ht_error(HT_ERR_NOMEM, "out of memory");
   free(text);
-  int fd = s ? -1 : mkstemp(tmp_so);
-  if (!s && fd < 0) s = ht_error(HT_ERR_IO, "%s: cannot create: %s", tmp_so, strerror(errno));
-  if (fd >= 0) close(fd);
   argv_t a = {0};
-  if (!s) build_argv(&a, src, defs, cfile, tmp_so);
+  if (!s) build_argv(&a, src, defs, cfile, tmp_so, depfile);
   if (!s && a.failed) s = ht_error(HT_ERR_NOMEM, "out of memory");
   int code = -1;
   char *log = NULL;
   if (!s) s = run_capture(a.v, &log, &code);
   if (!s && code != 0) s = compile_failed(src, log, code);
-  if (!s && rename(tmp_so, sofile) != 0) s = ht_error(HT_ERR_IO, "%s: cannot rename: %s", sofile, strerror(errno));
-  if (s && fd >= 0) unlink(tmp_so);
+  if (!s) s = ht_c_cache_record(tmp_so, sofile, depfile, cfile, src, e);
+  if (s) unlink(tmp_so);
+  unlink(depfile);
   if (cfile) unlink(cfile);
   if (log && *log) info->log = log;
   else free(log);
   argv_free(&a);
   free(cfile);
   free(tmp_so);
+  free(depfile);
   return s;
 }
 
@@ -278,10 +296,11 @@ static void pin_openmp_runtime(void) {
   if (!pinned) pinned = dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != NULL;
 }
 
-static ht_status load_program(const char *sofile, const char *entry, c_program **out) {
+static ht_status load_program(const char *sofile, const c_cache_entry *e, const char *entry, c_program **out) {
   pin_openmp_runtime();
-  void *h = dlopen(sofile, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return ht_error(HT_ERR_COMPILE, "cannot load %s: %s", sofile, dlerror());
+  void *h = NULL;
+  ht_status s = ht_c_cache_dlopen(sofile, e, &h);
+  if (s) return HT_ERR_COMPILE; /* the message says why */
   void *sym = dlsym(h, entry);
   if (!sym) {
     dlclose(h);
@@ -316,17 +335,21 @@ static ht_status c_compile(ht_device *dev, const ht_source *src, const ht_define
   memset(info, 0, sizeof *info);
   if (!src || !src->text || !src->entry) return ht_error(HT_ERR_INVALID, "compile: source text and entry are required");
   char *dir = NULL, *sofile = NULL;
-  ht_status s = so_path(dev, src, defs, &dir, &sofile);
-  struct stat st;
+  ht_status s = ht_flags_check(src->flags, src->path);
+  if (!s) s = so_path(dev, src, defs, &dir, &sofile);
+  c_cache_entry e;
+  c_program *p = NULL;
   double t0 = ht_now();
-  if (!s && stat(sofile, &st) == 0) {
+  /* Whatever keeps a cached entry from loading (missing, damaged, a header edited) builds it again. */
+  if (!s && ht_c_cache_lookup(sofile, src, &e) == HT_OK && load_program(sofile, &e, src->entry, &p) == HT_OK) {
     info->cached = 1;
   } else if (!s) {
-    s = run_compiler(dir, sofile, src, defs, info);
+    ht_log(3, "c: building %s: %s", sofile, ht_last_error());
+    ht_error_clear();
+    s = run_compiler(dir, sofile, src, defs, info, &e);
     info->seconds = ht_now() - t0;
+    if (!s) s = load_program(sofile, &e, src->entry, &p);
   }
-  c_program *p = NULL;
-  if (!s) s = load_program(sofile, src->entry, &p);
   free(sofile);
   free(dir);
   if (!s) *out = (ht_program *)p;

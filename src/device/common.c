@@ -104,6 +104,61 @@ ht_status ht_cache_subdir(const char *sub, char **out) {
   return HT_OK;
 }
 
+/* ---- checked cache entries ---- */
+
+/* The header of every entry: the payload's length and hash, recorded when it was written. */
+static const char cache_magic[] = "hetune-cache-1";
+
+/* Seeded with the entry's file name (its key): another entry copied in its place, whole and
+ * consistent as it is, does not pass for this one. */
+static uint64_t entry_hash(const char *path, const void *data, size_t len) {
+  const char *base = strrchr(path, '/');
+  return ht_hash64(data, len, ht_hash_str(base ? base + 1 : path, 0));
+}
+
+ht_status ht_cache_put(const char *path, const void *data, size_t len) {
+  char hex[17];
+  ht_hash_hex(entry_hash(path, data, len), hex);
+  ht_buf b = {0};
+  ht_buf_appendf(&b, "%s %zu %s\n", cache_magic, len, hex);
+  ht_buf_append_bytes(&b, data, len);
+  ht_status s = b.failed ? ht_error(HT_ERR_NOMEM, "out of memory") : ht_write_file_atomic(path, b.data, b.len);
+  ht_buf_free(&b);
+  return s;
+}
+
+ht_status ht_cache_get(const char *path, char **data, size_t *len) {
+  char *raw = NULL, hex[17], want[17];
+  size_t n = 0, size = 0;
+  *data = NULL;
+  if (access(path, F_OK) != 0) return ht_error(HT_ERR_NOTFOUND, "%s: not cached", path);
+  ht_status s = ht_read_file(path, &raw, &n);
+  if (s) return ht_error_prefix(HT_ERR_NOTFOUND, "damaged cache entry: ");
+  char *nl = memchr(raw, '\n', n < 64 ? n : 64);
+  if (!nl || sscanf(raw, "hetune-cache-1 %zu %16s", &size, want) != 2 || strncmp(raw, cache_magic, 14) != 0 ||
+      size != n - (size_t)(nl + 1 - raw)) {
+    free(raw);
+    return ht_error(HT_ERR_NOTFOUND, "%s: damaged cache entry (bad header or truncated)", path);
+  }
+  ht_hash_hex(entry_hash(path, nl + 1, size), hex);
+  if (strcmp(hex, want) != 0) {
+    free(raw);
+    return ht_error(HT_ERR_NOTFOUND, "%s: damaged cache entry (content hash %s, written as %s)", path, hex, want);
+  }
+  memmove(raw, nl + 1, size);
+  raw[size] = '\0';
+  *data = raw;
+  if (len) *len = size;
+  return HT_OK;
+}
+
+ht_status ht_cache_check(const char *sub) {
+  char *dir = NULL;
+  ht_status s = ht_cache_subdir(sub, &dir);
+  free(dir);
+  return s;
+}
+
 static int is_blank_line(const char *b, const char *e) {
   for (; b < e; b++)
     if (*b != ' ' && *b != '\t' && *b != '\r') return 0;

@@ -194,6 +194,7 @@ static ht_status cuda_open(ht_device *dev, int index) {
     cuda_owner_pid = getpid();
     s = open_ctx(im, index);
   }
+  if (!s) s = ht_cache_check("cuda"); /* PTX from there is loaded and run */
   if (s) {
     if (im->api.lib) release(im);
     else free(im);
@@ -216,34 +217,26 @@ static ht_status make_current(cuda_impl *im) {
 
 /* ---- compile: NVRTC -> PTX (cached on disk) -> module ---- */
 
-static ht_status get_ptx(cuda_impl *im, const ht_source *src, const ht_defines *defs, char **ptx,
+/* PTX from the cache, or (fresh, or not cached) from NVRTC. */
+static ht_status get_ptx(cuda_impl *im, const ht_source *src, const ht_defines *defs, int fresh, char **ptx,
                          ht_compile_info *info) {
   char arch[32], ver[64] = "", *dir = NULL, *path = NULL, hex[17];
   ht_status s = ht_cuda_arch(im->cc, arch, sizeof arch);
   if (!s) s = ht_cuda_nvrtc_version(ver, sizeof ver);
   if (!s) s = ht_cache_subdir("cuda", &dir);
   if (s) return s;
-  uint64_t h = ht_hash_str("cuda-backend-v1", 0);
-  h = ht_hash_str(ver, h);
-  h = ht_hash_str(arch, h);
-  h = ht_hash_str(src->text, h);
-  h = ht_defines_hash(defs, h);
-  h = ht_hash_str(src->flags, h);
-  char *sdir = ht_source_dir(src);
-  h = ht_hash_str(sdir, h);
-  free(sdir);
-  ht_hash_hex(h, hex);
+  ht_hash_hex(ht_cuda_cache_key(src, defs, arch, ver), hex);
   path = ht_strfmt("%s/%s.ptx", dir, hex);
   free(dir);
   if (!path) return ht_error(HT_ERR_NOMEM, "out of memory");
   double t0 = ht_now();
-  if (access(path, R_OK) == 0 && ht_read_file(path, ptx, NULL) == HT_OK) {
+  if (!fresh && ht_cache_get(path, ptx, NULL) == HT_OK) {
     info->cached = 1;
   } else {
+    ht_error_clear();
     s = ht_cuda_compile_ptx(src, defs, arch, ptx, &info->log);
     info->seconds = ht_now() - t0;
-    if (!s && ht_write_file_atomic(path, *ptx, strlen(*ptx)) != HT_OK)
-      ht_log(2, "cuda: cannot cache PTX: %s", ht_last_error());
+    if (!s && ht_cache_put(path, *ptx, strlen(*ptx)) != HT_OK) ht_log(2, "cuda: cannot cache PTX: %s", ht_last_error());
   }
   free(path);
   return s;
@@ -278,13 +271,22 @@ static ht_status cuda_compile(ht_device *dev, const ht_source *src, const ht_def
   cuda_impl *im = dev->impl;
   char *ptx = NULL;
   ht_status s = make_current(im);
-  if (!s) s = get_ptx(im, src, defs, &ptx, info);
+  if (!s) s = get_ptx(im, src, defs, 0, &ptx, info);
   cuda_prog *p = calloc(1, sizeof *p);
   if (!p) {
     free(ptx);
     return ht_error(HT_ERR_NOMEM, "out of memory");
   }
   if (!s) s = load_module(im, src, ptx, p, info);
+  /* Cached PTX the driver refuses (damaged, or from an older toolkit): build it again. */
+  if (s == HT_ERR_COMPILE && info->cached) {
+    free(ptx);
+    ptx = NULL;
+    free(info->log);
+    memset(info, 0, sizeof *info);
+    s = get_ptx(im, src, defs, 1, &ptx, info);
+    if (!s) s = load_module(im, src, ptx, p, info);
+  }
   free(ptx);
   if (s) {
     free(p);

@@ -146,6 +146,21 @@ static char *program_ptx(const nvrtc_api *nv, void *prog) {
   return ptx;
 }
 
+/* NVRTC reports no dependency list: the #include directives are scanned against the source's
+ * folder and the -I / --include-path folders of the flags, as NVRTC searches them. */
+uint64_t ht_cuda_cache_key(const ht_source *src, const ht_defines *defs, const char *arch, const char *nvrtc_version) {
+  uint64_t h = ht_hash_str("cuda-backend-v2", 0);
+  h = ht_hash_str(nvrtc_version, h);
+  h = ht_hash_str(arch, h);
+  h = ht_hash_str(src->text, h);
+  h = ht_defines_hash(defs, h);
+  h = ht_hash_str(src->flags, h);
+  char *sdir = ht_source_dir(src);
+  h = ht_hash_str(sdir, h);
+  free(sdir);
+  return ht_include_hash(src->text, src->path, src->flags, h);
+}
+
 ht_status ht_cuda_compile_ptx(const ht_source *src, const ht_defines *defs, const char *arch, char **ptx,
                               char **log) {
   *ptx = NULL;
@@ -153,7 +168,8 @@ ht_status ht_cuda_compile_ptx(const ht_source *src, const ht_defines *defs, cons
   if (!src || !src->text) return ht_error(HT_ERR_INVALID, "compile: no source text");
   const nvrtc_api *nv;
   char def_arch[32];
-  ht_status s = nvrtc_get(&nv);
+  ht_status s = ht_flags_check(src->flags, src->path);
+  if (!s) s = nvrtc_get(&nv);
   if (!s && !arch) s = ht_cuda_arch(0, def_arch, sizeof def_arch), arch = def_arch;
   if (s) return s;
   enum { MAXOPT = 512 };

@@ -12,6 +12,10 @@
 ht_status ht_cuda_compile_ptx(const ht_source *src, const ht_defines *defs, const char *arch, char **ptx,
                               char **log);
 
+/* The PTX cache key of src: NVRTC version, arch, source, defines, flags and the contents of every
+ * header the source includes (ht_include_hash), so a header edit compiles again. */
+uint64_t ht_cuda_cache_key(const ht_source *src, const ht_defines *defs, const char *arch, const char *nvrtc_version);
+
 /* NVRTC's version as "NVRTC 13.0"; HT_ERR_UNSUPPORTED when NVRTC cannot be loaded. */
 ht_status ht_cuda_nvrtc_version(char *out, size_t len);
 

@@ -173,6 +173,24 @@ static void fill_info(cl_platform_id p, cl_device_id d, int pi, int di, ht_devic
   ht_device_info_fingerprint(o);
 }
 
+/* PoCL keeps the kernels it compiles (shared objects it loads and runs) in a cache of its own: by
+ * default ~/.cache/pocl, or without HOME a folder under /tmp any user could have made. Inside
+ * hetune's cache folder it gets the same checks (cl_compile), unless the user chose a folder. */
+static void prefer_pocl_cache(void) {
+  if (getenv("POCL_CACHE_DIR")) return;
+  char *dir = ht_strfmt("%s/pocl", ht_cache_dir());
+  if (dir) setenv("POCL_CACHE_DIR", dir, 0);
+  free(dir);
+}
+
+static ht_status check_pocl_cache(void) {
+  const char *dir = getenv("POCL_CACHE_DIR");
+  if (!dir || !*dir) return HT_OK;
+  ht_status s = ht_mkdir_p(dir);
+  if (!s) s = ht_check_private_dir(dir);
+  return s ? ht_error_prefix(s, "POCL_CACHE_DIR: ") : HT_OK;
+}
+
 /* PoCL's CPU device runs work-groups on a pool of threads the OS may move between cores; bound to
  * cores (POCL_AFFINITY=1) the same config measured in separate processes agrees much better:
  * pairwise differences mean 58% -> 33%, rank correlation 0.57 -> 0.75, medians 1-12% faster
@@ -183,6 +201,7 @@ static void prefer_pocl_affinity(void) { setenv("POCL_AFFINITY", "1", 0); }
 static ht_status get_platforms(cl_platform_id *ps, cl_uint *np) {
   *np = 0;
   prefer_pocl_affinity();
+  prefer_pocl_cache();
   cl_int e = clGetPlatformIDs(MAX_PLATFORMS, ps, np);
   if (e == -1001 || (e == CL_SUCCESS && *np == 0))
     return ht_error(HT_ERR_UNSUPPORTED, "no OpenCL platform found (the ICD loader found no driver)");
@@ -252,7 +271,11 @@ static ht_status cl_open(ht_device *dev, int index) {
     im->queue = clCreateCommandQueue(im->ctx, im->device, CL_QUEUE_PROFILING_ENABLE, &e);
     if (!im->queue) s = cl_fail(HT_ERR_DEVICE, e, "clCreateCommandQueue");
   }
+  /* Binaries from the caches are loaded and run: an untrusted cache fails the device up front. */
+  if (!s) s = ht_cache_check("opencl");
+  if (!s) s = check_pocl_cache();
   if (s) {
+    if (im->queue) clReleaseCommandQueue(im->queue);
     if (im->ctx) clReleaseContext(im->ctx);
     free(im);
     return s;
@@ -272,6 +295,16 @@ static void cl_close(ht_device *dev) {
 }
 
 /* ---- compile ---- */
+
+/* The spec's flags against the allow list, and the defines: the options reach the compiler as one
+ * string it splits at blanks, so a define with a blank in it would smuggle in options of its own. */
+static ht_status check_options(const ht_source *src, const ht_defines *defs) {
+  for (int i = 0; defs && i < defs->n; i++)
+    if (strpbrk(defs->names[i], " \t\n\r\v\f") || strpbrk(defs->values[i], " \t\n\r\v\f"))
+      return ht_error(HT_ERR_COMPILE, "%s: define %s=\"%s\": OpenCL build options cannot carry blanks in a define",
+                      src->path ? src->path : "kernel", defs->names[i], defs->values[i]);
+  return ht_flags_check(src->flags, src->path);
+}
 
 static char *build_options(const ht_source *src, const ht_defines *defs) {
   ht_buf b = {0};
@@ -303,11 +336,12 @@ static char *build_log(cl_program prog, cl_device_id d) {
   return log;
 }
 
-/* Loads a cached binary; any failure (stale, corrupt, other driver) just means "build again". */
+/* Loads a cached binary; any failure (missing, damaged, other driver) just means "build again". */
 static cl_program load_binary(cl_impl *im, const char *path, const char *options) {
   char *bin = NULL;
   size_t len = 0;
-  if (access(path, R_OK) != 0 || ht_read_file(path, &bin, &len) != HT_OK || len == 0) {
+  if (ht_cache_get(path, &bin, &len) != HT_OK || len == 0) {
+    ht_log(3, "opencl: building: %s", ht_last_error());
     free(bin);
     ht_error_clear();
     return NULL;
@@ -330,7 +364,7 @@ static void save_binary(cl_program prog, const char *path) {
   if (!bin) return;
   unsigned char *bins[] = {bin};
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS &&
-      ht_write_file_atomic(path, bin, len) != HT_OK)
+      ht_cache_put(path, bin, len) != HT_OK)
     ht_log(2, "opencl: cannot cache the program binary: %s", ht_last_error());
   ht_error_clear();
   free(bin);
@@ -358,10 +392,13 @@ static ht_status build_source(cl_impl *im, const ht_source *src, const char *opt
   return HT_OK;
 }
 
+/* The device, the source, the options and every header the source includes (PoCL reports no
+ * dependency list, so the #include directives are scanned against the same -I folders). */
 static uint64_t cl_cache_key(const ht_device *dev, const ht_source *src, const char *options) {
-  uint64_t h = ht_hash_str("opencl-backend-v1", 0);
+  uint64_t h = ht_hash_str("opencl-backend-v2", 0);
   h = ht_hash_str(dev->info.fingerprint, h);
   h = ht_hash_str(src->text, h);
+  h = ht_include_hash(src->text, src->path, options, h);
   return ht_hash_str(options, h);
 }
 
@@ -393,8 +430,11 @@ static ht_status cl_compile(ht_device *dev, const ht_source *src, const ht_defin
   memset(info, 0, sizeof *info);
   if (!src || !src->text || !src->entry) return ht_error(HT_ERR_INVALID, "compile: source text and entry are required");
   cl_impl *im = dev->impl;
-  char *options = build_options(src, defs), *dir = NULL, *path = NULL, hex[17];
-  ht_status s = options ? ht_cache_subdir("opencl", &dir) : ht_error(HT_ERR_NOMEM, "out of memory");
+  char *options = NULL, *dir = NULL, *path = NULL, hex[17];
+  ht_status s = check_options(src, defs);
+  if (!s && !(options = build_options(src, defs))) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!s) s = ht_cache_subdir("opencl", &dir);
+  if (!s) s = check_pocl_cache();
   if (!s) {
     ht_hash_hex(cl_cache_key(dev, src, options), hex);
     path = ht_strfmt("%s/%s.bin", dir, hex);

@@ -48,6 +48,9 @@ static ht_status parse_row(const char *path, int line, char *text, ht_bandwidth_
 
 ht_status ht_bandwidth_load(const char *path, ht_bandwidth_curve *out) {
   memset(out, 0, sizeof *out);
+  /* A curve is a few hundred rows: a pipe, a device or a huge file is a wrong path. */
+  ht_status rs = ht_check_regular_file(path, (size_t)1 << 20);
+  if (rs) return ht_error_prefix(rs, "bandwidth curve: ");
   FILE *f = fopen(path, "r");
   if (!f) return ht_error(HT_ERR_IO, "bandwidth curve %s: %s", path, strerror(errno));
   char text[512];

@@ -129,7 +129,7 @@ ht_status ht_fill_buffer(const ht_spec_arg *a, void *data, size_t n, uint64_t se
   case HT_INIT_FILE: {
     char *content;
     size_t len;
-    ht_status st = ht_read_file(a->file, &content, &len);
+    ht_status st = ht_read_file_max(a->file, bytes, &content, &len); /* no more than the buffer takes */
     if (st) return ht_error_prefix(st, "argument %s: ", a->name);
     if (len != bytes) {
       free(content);

@@ -323,11 +323,13 @@ static ht_status load_root(ht_space *s, const json_t *root) {
 ht_status ht_space_load_t1(const char *path, ht_space **out) {
   if (!path || !out) return ht_error(HT_ERR_INVALID, "ht_space_load_t1: bad arguments");
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return ht_error(HT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  char *text = NULL;
+  size_t len = 0;
+  ht_status rs = ht_read_file(path, &text, &len); /* a regular file of bounded size, not a pipe */
+  if (rs) return rs;
   json_error_t jerr;
-  json_t *root = json_loadf(f, 0, &jerr);
-  fclose(f);
+  json_t *root = json_loadb(text, len, 0, &jerr);
+  free(text);
   if (!root) return ht_error(HT_ERR_PARSE, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
   ht_space *s;
   ht_status st = ht_space_create(&s);

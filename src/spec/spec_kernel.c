@@ -335,8 +335,9 @@ ht_status spec_parse_args(spec_ctx *c, json_t *root) {
   return check_outputs(c);
 }
 
-/* The kernel's identity: sources plus every field that changes what is measured. Sizes,
- * parameters, constraints and metrics are left out: they do not change a stored measurement. */
+/* The kernel's identity: sources, the headers they include (by content) and every field that
+ * changes what is measured. Sizes, parameters, constraints and metrics are left out: they do not
+ * change a stored measurement. */
 ht_status spec_hash(spec_ctx *c, json_t *root) {
   ht_spec *s = c->spec;
   json_t *copy = json_deep_copy(root);
@@ -348,7 +349,11 @@ ht_status spec_hash(spec_ctx *c, json_t *root) {
   uint64_t h = ht_hash_str(text ? text : "", 0);
   free(text);
   h = ht_hash_str(s->kernel.source_text, h);
-  if (s->has_reference) h = ht_hash_str(s->reference.source_text, h);
+  h = ht_include_hash(s->kernel.source_text, s->kernel.source_path, s->kernel.flags, h);
+  if (s->has_reference) {
+    h = ht_hash_str(s->reference.source_text, h);
+    h = ht_include_hash(s->reference.source_text, s->reference.source_path, s->reference.flags, h);
+  }
   ht_hash_hex(h, s->source_hash);
   return HT_OK;
 }

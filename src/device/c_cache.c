@@ -1,0 +1,193 @@
+/* The C backend's cache entries: <key>.so, the compiled kernel, and <key>.deps, its manifest: the
+ * .so's size and hash when it was written, and the content hash of every file the compiler read
+ * (its -MD dependency list). A lookup hashes those files again, so a header edit rebuilds; and it
+ * loads the .so only while it is the one written, so a damaged or replaced binary is rebuilt,
+ * never run. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "device/backend.h"
+
+static char *manifest_path(const char *sofile) {
+  size_t n = strlen(sofile);
+  if (n > 3 && strcmp(sofile + n - 3, ".so") == 0) n -= 3;
+  return ht_strfmt("%.*s.deps", (int)n, sofile);
+}
+
+static ht_status file_hash(const char *path, uint64_t *h) {
+  char *text = NULL;
+  size_t len = 0;
+  ht_status s = ht_read_file(path, &text, &len);
+  if (!s) *h = ht_hash64(text, len, 0);
+  free(text);
+  return s;
+}
+
+/* ---- the compiler's dependency list ---- */
+
+/* The next path of a make rule as gcc and clang write it (-MD): blanks separate, backslash-newline
+ * continues, "\ " is a space, "\#" a '#', "$$" a '$'. 0 at the end, -1 for a path too long. */
+static int next_path(const char **pp, char *out, size_t cap) {
+  const char *p = *pp;
+  for (;;) {
+    p += strspn(p, " \t\r\n");
+    if (p[0] != '\\' || (p[1] != '\n' && p[1] != '\r')) break;
+    p += 2;
+  }
+  if (!*p) return 0;
+  size_t n = 0;
+  while (*p && !strchr(" \t\r\n", *p) && !(p[0] == '\\' && (p[1] == '\n' || p[1] == '\r'))) {
+    char c = *p++;
+    if ((c == '\\' && (*p == ' ' || *p == '#')) || (c == '$' && *p == '$')) c = *p++;
+    if (n + 1 >= cap) return -1;
+    out[n++] = c;
+  }
+  out[n] = '\0';
+  *pp = p;
+  return 1;
+}
+
+/* "dep <hash> <real path>" for each file of the rule in depfile but cfile (the temporary copy of
+ * the source, gone after the build). 0 when the list was read. */
+static int append_deps(ht_buf *m, const char *depfile, const char *cfile) {
+  char *text = NULL, path[PATH_MAX], real[PATH_MAX], hex[17];
+  if (ht_read_file(depfile, &text, NULL)) {
+    ht_error_clear();
+    return -1;
+  }
+  const char *p = text;
+  int rc, in_deps = 0, n = 0;
+  while ((rc = next_path(&p, path, sizeof path)) > 0) {
+    size_t len = strlen(path);
+    if (!in_deps) {
+      in_deps = len && path[len - 1] == ':'; /* the target, "x.so:" */
+      continue;
+    }
+    uint64_t h;
+    if (strcmp(path, cfile) == 0 || !realpath(path, real) || strchr(real, '\n')) continue;
+    if (file_hash(real, &h)) {
+      rc = -1;
+      break;
+    }
+    ht_hash_hex(h, hex);
+    ht_buf_appendf(m, "dep %s %s\n", hex, real);
+    n++;
+  }
+  free(text);
+  ht_error_clear();
+  return rc < 0 || !in_deps ? -1 : 0;
+}
+
+/* ---- writing an entry ---- */
+
+static ht_status hash_so(const char *path, c_cache_entry *e) {
+  char *bin = NULL;
+  ht_status s = ht_read_file(path, &bin, &e->size);
+  if (!s) e->hash = ht_hash64(bin, e->size, 0);
+  free(bin);
+  return s;
+}
+
+ht_status ht_c_cache_record(const char *tmp_so, const char *sofile, const char *depfile, const char *cfile,
+                            const ht_source *src, c_cache_entry *e) {
+  /* The linker makes the .so as the umask says; in the cache it is private like its folder. */
+  if (chmod(tmp_so, 0700) != 0) return ht_error(HT_ERR_IO, "%s: %s", tmp_so, strerror(errno));
+  ht_status s = hash_so(tmp_so, e);
+  if (s) return s;
+  char hex[17], *mpath = manifest_path(sofile);
+  ht_buf m = {0};
+  ht_hash_hex(e->hash, hex);
+  ht_buf_appendf(&m, "so %zu %s\n", e->size, hex);
+  /* A compiler without a dependency list: the #include directives, scanned. */
+  if (append_deps(&m, depfile, cfile)) {
+    ht_hash_hex(ht_include_hash(src->text, src->path, src->flags, 0), hex);
+    ht_buf_appendf(&m, "scan %s\n", hex);
+  }
+  if (!mpath || m.failed) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!s && rename(tmp_so, sofile) != 0) s = ht_error(HT_ERR_IO, "%s: cannot rename: %s", sofile, strerror(errno));
+  /* Without its manifest the entry is only rebuilt next time: not worth failing this compile. */
+  if (!s && ht_cache_put(mpath, m.data, m.len)) {
+    ht_log(2, "c: cannot record the cache entry: %s", ht_last_error());
+    ht_error_clear();
+  }
+  ht_buf_free(&m);
+  free(mpath);
+  return s;
+}
+
+/* ---- looking an entry up ---- */
+
+static ht_status check_line(const char *line, const ht_source *src, const char *sofile, c_cache_entry *e) {
+  char want[17], hex[17], path[PATH_MAX];
+  uint64_t h = 0;
+  if (sscanf(line, "so %zu %16s", &e->size, want) == 2) return HT_OK;
+  if (sscanf(line, "scan %16s", want) == 1) {
+    ht_hash_hex(ht_include_hash(src->text, src->path, src->flags, 0), hex);
+    return strcmp(hex, want) == 0 ? HT_OK : ht_error(HT_ERR_NOTFOUND, "%s: an included file changed", sofile);
+  }
+  if (sscanf(line, "dep %16s %4095[^\n]", want, path) != 2)
+    return ht_error(HT_ERR_NOTFOUND, "%s: damaged manifest line '%.60s'", sofile, line);
+  if (file_hash(path, &h)) return ht_error(HT_ERR_NOTFOUND, "%s: %s is gone", sofile, path);
+  ht_hash_hex(h, hex);
+  return strcmp(hex, want) == 0 ? HT_OK : ht_error(HT_ERR_NOTFOUND, "%s: %s changed since it was built", sofile, path);
+}
+
+ht_status ht_c_cache_lookup(const char *sofile, const ht_source *src, c_cache_entry *e) {
+  char *mpath = manifest_path(sofile), *text = NULL, want[17] = "";
+  ht_status s = mpath ? ht_cache_get(mpath, &text, NULL) : ht_error(HT_ERR_NOMEM, "out of memory");
+  free(mpath);
+  if (s) return s;
+  memset(e, 0, sizeof *e);
+  if (sscanf(text, "so %zu %16s", &e->size, want) != 2 || strlen(want) != 16)
+    s = ht_error(HT_ERR_NOTFOUND, "%s: damaged manifest", sofile);
+  e->hash = strtoull(want, NULL, 16);
+  for (const char *line = text; !s && *line;) {
+    s = check_line(line, src, sofile, e);
+    const char *nl = strchr(line, '\n');
+    if (!nl) break;
+    line = nl + 1;
+  }
+  free(text);
+  return s;
+}
+
+/* Reads the open file whole and hashes it; -1 when it is not size bytes long. */
+static int hash_fd(int fd, size_t size, uint64_t *h) {
+  char *buf = malloc(size + 1);
+  size_t n = 0;
+  while (buf && n <= size) {
+    ssize_t k = read(fd, buf + n, size + 1 - n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  int ok = buf && n == size;
+  if (ok) *h = ht_hash64(buf, size, 0);
+  free(buf);
+  return ok ? 0 : -1;
+}
+
+ht_status ht_c_cache_dlopen(const char *sofile, const c_cache_entry *e, void **handle) {
+  int fd = open(sofile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return ht_error(HT_ERR_NOTFOUND, "cannot open %s: %s", sofile, strerror(errno));
+  struct stat st;
+  uint64_t h = 0;
+  ht_status s = HT_OK;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+    s = ht_error(HT_ERR_NOTFOUND, "%s: not a private file of yours", sofile);
+  else if ((size_t)st.st_size != e->size || hash_fd(fd, e->size, &h) || h != e->hash)
+    s = ht_error(HT_ERR_NOTFOUND, "%s: not the binary that was built (damaged or replaced)", sofile);
+  close(fd);
+  /* By its path, not /proc/self/fd/N: dlopen() takes a name it has loaded before for the same
+   * library, and descriptor numbers are reused. Nobody else can write the folder (ht_mkdir_p). */
+  if (!s && !(*handle = dlopen(sofile, RTLD_NOW | RTLD_LOCAL)))
+    s = ht_error(HT_ERR_NOTFOUND, "cannot load %s: %s", sofile, dlerror());
+  return s;
+}
