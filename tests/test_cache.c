@@ -57,14 +57,9 @@ static int setup(void **state) {
   return mkdir(at("src"), 0700);
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(p);
-}
-
 static int teardown(void **state) {
   (void)state;
-  nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  rm_tree(root);
   return 0;
 }
 
