@@ -370,7 +370,9 @@ ht_status ht_c_check_compile(const ht_source *src, const ht_defines *defs, char 
   *log = NULL;
   *exit_code = -1;
   char *dir = NULL, *cfile = NULL;
-  ht_status s = ht_cache_subdir("c", &dir);
+  /* flags $HETUNE_ALLOWED_FLAGS refuses never reach a compiler, not even for this check */
+  ht_status s = ht_flags_check(src->flags, src->path);
+  if (!s) s = ht_cache_subdir("c", &dir);
   if (!s) s = write_temp_source(dir, src->text, &cfile);
   argv_t a = {0};
   if (!s) {
