@@ -17,6 +17,7 @@
 #include "hetune/gemm.h"
 #include "hetune/measure.h"
 #include "hetune/spec.h"
+#include "hetune/store.h"
 
 static char root[512];
 
@@ -436,29 +437,77 @@ static int cli(const char *args, char *out, size_t len) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/* Evaluations in a store: how many, and how many under device_id. */
+typedef struct eval_count {
+  const char *device_id;
+  int all, on_device;
+} eval_count;
+
+static int count_eval(const ht_eval_record *r, void *ctx) {
+  eval_count *c = ctx;
+  c->all++;
+  c->on_device += strcmp(r->device_id, c->device_id) == 0;
+  return 0;
+}
+
+static eval_count count_evals(const char *db, const char *kernel, const char *device_id) {
+  ht_store *st;
+  eval_count c = {device_id, 0, 0};
+  if (ht_store_open(db, &st)) fail_msg("%s", ht_last_error());
+  ht_eval_filter f = {.kernel_name = kernel};
+  assert_int_equal(ht_store_each_eval(st, &f, count_eval, &c), HT_OK);
+  ht_store_close(st);
+  return c;
+}
+
+/* Lines of text that start with prefix. */
+static int count_lines(const char *text, const char *prefix) {
+  int n = 0;
+  for (const char *s = text; s && *s; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL) n += strncmp(s, prefix, strlen(prefix)) == 0;
+  return n;
+}
+
+/* --budget bounds the whole run: the warm start, OpenBLAS, the naive kernel and the search take 8
+ * evaluations in all, all stored under c:0, with a progress line each when stderr is no terminal;
+ * a second call reuses them all. */
 static void test_cli_gemm_and_reuse(void **state) {
   (void)state;
-  char out[8192], args[2048];
-  snprintf(args, sizeof args, "gemm 45 37 147 --budget 4 --strategy random --db '%s/cli.db' --out '%s/cli' --quiet",
-           root, root);
+  char out[16384], args[2048], db[600];
+  snprintf(db, sizeof db, "%s/cli.db", root);
+  snprintf(args, sizeof args, "gemm 45 37 147 --budget 8 --strategy random --db '%s' --out '%s/cli'", db, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, "tuned:"));
   assert_non_null(strstr(out, "GFLOP/s"));
   assert_non_null(strstr(out, "openblas:"));
   assert_non_null(strstr(out, "naive:"));
   assert_non_null(strstr(out, "(OpenBLAS ")); /* the build it measured */
-  /* 4 searched + the model's config (warm start) */
-  assert_non_null(strstr(out, "5 configs evaluated (5 measured, 0 stored), 0 failed"));
+  assert_non_null(strstr(out, "(warm start: the model's config MR="));
+  assert_null(strstr(out, "nan ms"));
+  assert_non_null(strstr(out, "8 of 8 evaluations"));
+  assert_int_equal(count_lines(out, "hetune gemm: "), 8); /* a progress line per evaluation */
+  eval_count c = count_evals(db, NULL, "c:0");
+  assert_int_equal(c.all, 8);
+  assert_int_equal(c.on_device, 8);
+  int tuned = 0, measured = 0;
+  const char *line = strstr(out, "configs evaluated (");
+  assert_non_null(line);
+  while (line > out && line[-1] != ',') line--;
+  assert_int_equal(sscanf(line, " %d configs evaluated (%d measured", &tuned, &measured), 2);
+  assert_int_equal(measured, tuned);
+  assert_true(tuned >= 2); /* the model's config and at least one searched */
+  strcat(args, " --quiet");
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
-  assert_non_null(strstr(out, "5 configs evaluated (0 measured, 5 stored), 0 failed")); /* reused */
-  snprintf(args + strlen(args), sizeof args - strlen(args), " --tune-vendor 3");
+  char reused[128];
+  snprintf(reused, sizeof reused, "%d configs evaluated (0 measured, %d stored), 0 failed", tuned, tuned);
+  if (!strstr(out, reused)) fail_msg("expected '%s' in %s", reused, out);
+  assert_null(strstr(out, "hetune gemm: ")); /* --quiet */
+  assert_int_equal(count_evals(db, NULL, "c:0").all, 8); /* nothing measured again */
+  strcat(args, " --tune-vendor 3");
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, "--tune-vendor ignored: OpenBLAS takes no tuning parameters"));
-  assert_non_null(strstr(out, "(warm start: the model's config MR="));
   assert_null(strstr(out, "stored best config")); /* no other size stored yet */
   /* Another size: the best config of 45 x 37 x 147 is measured too (warm start). */
-  snprintf(args, sizeof args, "gemm 50 37 147 --budget 2 --strategy random --db '%s/cli.db' --out '%s/cli2' --quiet",
-           root, root);
+  snprintf(args, sizeof args, "gemm 50 37 147 --budget 4 --strategy random --db '%s' --out '%s/cli2' --quiet", db, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, " and 1 stored best config of the nearest other sizes"));
   assert_int_equal(cli("gemm 0 4 4", out, sizeof out), 2);
@@ -469,17 +518,41 @@ static void test_cli_gemm_and_reuse(void **state) {
   assert_int_equal(cli("gemm 4 4 4 --type f16", out, sizeof out), 2);
 }
 
+/* A small budget: each stage takes its share in order and leaves the search its evaluation; the
+ * stages that get nothing say so. */
+static void test_cli_gemm_budget(void **state) {
+  (void)state;
+  char out[16384], args[2048], db[600];
+  snprintf(db, sizeof db, "%s/budget.db", root);
+  snprintf(args, sizeof args, "gemm 33 31 29 --budget 3 --db '%s' --out '%s/budget' --quiet", db, root);
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  /* the model's config (1), OpenBLAS (1 of 2: one is left for the search), the search (1) */
+  assert_non_null(strstr(out, "3 of 3 evaluations"));
+  assert_non_null(strstr(out, "naive:    skipped (--budget spent"));
+  assert_non_null(strstr(out, "2 configs evaluated (2 measured, 0 stored)"));
+  assert_int_equal(count_evals(db, NULL, "c:0").all, 3);
+  assert_int_equal(count_evals(db, "gemm_openblas_f32_nn", "c:0").all, 1);
+  snprintf(args, sizeof args, "gemm 33 31 30 --budget 1 --db '%s' --out '%s/budget1' --quiet", db, root);
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  assert_non_null(strstr(out, "1 of 1 evaluations"));
+  assert_non_null(strstr(out, "(warm start skipped by the budget: the model's config"));
+  assert_non_null(strstr(out, "openblas: skipped (--budget spent"));
+  assert_int_equal(count_evals(db, NULL, "c:0").all, 4);
+}
+
 /* `hetune gemm --device opencl`: the generated kernel on PoCL, and CLBlast measured from the host
- * device on the same OpenCL device (it printed no number while the vendor ran on the OpenCL device),
- * as installed and tuned (--tune-vendor); a negative --tune-vendor is a usage error. */
+ * device on the same OpenCL device, as installed and tuned (--tune-vendor), its evaluations stored
+ * under that OpenCL device; --budget bounds them all, the naive kernel's work-group shapes too.
+ * A negative --tune-vendor is a usage error. */
 static void test_cli_gemm_opencl(void **state) {
   (void)state;
-  char out[8192], args[2048];
+  char out[16384], args[2048], db[600];
   if (cli("devices", out, sizeof out) || !strstr(out, "opencl:0:0")) skip();
+  snprintf(db, sizeof db, "%s/ocl.db", root);
   snprintf(args, sizeof args,
-           "gemm 33 20 17 --device opencl --budget 1 --strategy random --no-naive --no-warm --tune-vendor 1 "
-           "--db '%s/ocl.db' --out '%s/ocl' --quiet",
-           root, root);
+           "gemm 33 20 17 --device opencl --budget 5 --strategy random --no-warm --tune-vendor 1 "
+           "--db '%s' --out '%s/ocl' --quiet",
+           db, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   const char *v = strstr(out, "clblast:");
   if (!v) fail_msg("no clblast line: %s", out);
@@ -493,6 +566,13 @@ static void test_cli_gemm_opencl(void **state) {
   assert_true(gflops > 0);
   assert_non_null(strstr(out, "tuned for this device by hetune: 1 configs, 0 failed"));
   assert_non_null(strstr(out, "tuned / vendor:"));
+  /* CLBlast 1 + its tuning 1 + the naive kernel 2 (of its dozens of shapes) + the search 1 */
+  assert_non_null(strstr(out, "5 of 5 evaluations"));
+  eval_count c = count_evals(db, NULL, "opencl:0:0");
+  assert_int_equal(c.all, 5);
+  assert_int_equal(c.on_device, 5);
+  assert_int_equal(count_evals(db, "gemm_clblast_f32_nn", "opencl:0:0").on_device, 2);
+  assert_int_equal(count_evals(db, "gemm_naive_opencl_f32_nn", "opencl:0:0").on_device, 2);
   assert_int_equal(cli("gemm 4 4 4 --device opencl --tune-vendor -1", out, sizeof out), 2);
 }
 
@@ -506,7 +586,7 @@ int main(void) {
     cmocka_unit_test(test_f32_transposes),         cmocka_unit_test(test_f64),
     cmocka_unit_test(test_simulated_cpus),         cmocka_unit_test(test_model_config_known_cpus),
     cmocka_unit_test(test_bad_cpu_limits),         cmocka_unit_test(test_cli_gemm_and_reuse),
-    cmocka_unit_test(test_cli_gemm_opencl),
+    cmocka_unit_test(test_cli_gemm_budget),        cmocka_unit_test(test_cli_gemm_opencl),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[1024];
