@@ -193,6 +193,7 @@ static const char *stage_share(const gemm_cli *g, int64_t want, int search, ht_t
   const int64_t left = g->evals_left - (search ? 0 : 1);
   o->budget_evals = want < left ? want : left;
   o->budget_seconds = 0;
+  if (stop_requested && !search) return "skipped (interrupted)";
   if (o->budget_evals <= 0) return "skipped (--budget spent; the search keeps the last evaluation)";
   if (!(g->to.budget_seconds > 0)) return NULL;
   const double s = g->t0 + g->to.budget_seconds * (search ? 1.0 : 0.5) - ht_now();
