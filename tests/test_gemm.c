@@ -17,6 +17,7 @@
 #include "hetune/gemm.h"
 #include "hetune/measure.h"
 #include "hetune/spec.h"
+#include "hetune/store.h"
 
 static char root[512];
 
@@ -87,7 +88,7 @@ static void check_variants(const ht_gemm_problem *p, const char *name, int n_ran
   if (ht_spec_build_space(spec, ht_runner_device(r), &space)) fail_msg("%s", ht_last_error());
   uint64_t count;
   assert_int_equal(ht_space_count(space, &count), HT_OK);
-  assert_true(count >= 200 && count <= 10000); /* a few hundred to a few thousand */
+  assert_true(count >= 200 && count <= ht_space_cartesian_size(space)); /* 944-29664 over test_simulated_cpus */
   ht_config cfgs[64];
   int got = 0;
   ht_rng rng;
@@ -148,33 +149,174 @@ static void test_f64(void **state) {
   check_variants(&p, "f64_nt", 10, odd_shapes, 1);
 }
 
-/* A larger odd shape, one config: several MC/KC/NC blocks and partial tiles in all three. */
+/* The largest register tile for each (PAR, PACKA), with the shallowest KC, smallest MC and NC
+ * and the most threads: edge tiles in M and N and two K blocks at k = 129, several MC blocks. */
+typedef struct tile_pick {
+  ht_space *space;
+  int n;
+  ht_config best[4];
+  double score[4];
+} tile_pick;
+
+static int pick_tiles(const ht_config *c, void *ctx) {
+  tile_pick *t = ctx;
+  ht_value v[HT_MAX_PARAMS];
+  ht_config_values(t->space, c, v);
+#define V(name) ((double)v[ht_space_param_index(t->space, name)].u.i)
+  const int slot = (int)(V("PAR") * 2 + V("PACKA"));
+  const double score = V("MR") * V("NV") * 1e9 - V("KC") * 1e6 - V("MC") * 1e3 - V("NC") + V("NTHREADS") * 0.1;
+#undef V
+  if (t->score[slot] == 0 || score > t->score[slot]) {
+    t->score[slot] = score;
+    t->best[slot] = *c;
+  }
+  return 0;
+}
+
+/* A larger odd shape: several MC/KC blocks and partial tiles, for this CPU and for a simulated
+ * AVX-512 one (its kernel has 64-byte vectors, which the compiler splits where the CPU has none). */
 static void test_blocks_and_edges(void **state) {
   (void)state;
-  ht_gemm_problem p = problem(1023, 517, 129, HT_DTYPE_F32, 0, 0, 1.0, 0.5);
-  char *dir = out_dir("blocks"), *path;
-  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_OK);
-  ht_spec *spec;
-  ht_runner *r = runner_for(path, &spec);
-  ht_space *space;
-  assert_int_equal(ht_spec_build_space(spec, ht_runner_device(r), &space), HT_OK);
-  static const char *const cfgs[] = {"MR=14,NV=2,MC=168,KC=128,NC=768,KU=4,PAR=0,PACKA=1,NTHREADS=2",
-                                     "MR=6,NV=4,MC=48,KC=128,NC=768,KU=1,PAR=1,PACKA=0,NTHREADS=2",
-                                     "MR=24,NV=1,MC=48,KC=128,NC=768,KU=4,PAR=1,PACKA=1,NTHREADS=1",
-                                     "MR=12,NV=2,MC=336,KC=256,NC=768,KU=1,PAR=0,PACKA=0,NTHREADS=2"};
-  int checked = 0;
-  for (int i = 0; i < 4; i++) {
-    ht_config c;
-    if (ht_config_parse(space, cfgs[i], &c)) fail_msg("%s: %s", cfgs[i], ht_last_error());
-    if (!ht_space_is_valid(space, &c)) continue; /* another machine's caches or registers */
-    expect_ok(r, space, &c, cfgs[i]);
-    checked++;
+  const ht_gemm_cpu avx512 = {64, 32, 48 * 1024, 1024 * 1024, 32 * 1024 * 1024, 2};
+  for (int sim = 0; sim < 2; sim++) {
+    ht_gemm_problem p = problem(1023, 517, 129, HT_DTYPE_F32, 0, 0, 1.0, 0.5);
+    p.cpu = sim ? &avx512 : NULL;
+    char *dir = out_dir(sim ? "blocks512" : "blocks"), *path;
+    if (ht_gemm_generate(&p, HT_GEMM_C, dir, &path)) fail_msg("%s", ht_last_error());
+    ht_spec *spec;
+    ht_runner *r = runner_for(path, &spec);
+    tile_pick t = {0};
+    assert_int_equal(ht_spec_build_space(spec, ht_runner_device(r), &t.space), HT_OK);
+    assert_int_equal(ht_space_enumerate(t.space, pick_tiles, &t), HT_OK);
+    for (int i = 0; i < 4; i++) {
+      char cfg[256];
+      ht_config_format(t.space, &t.best[i], cfg, sizeof cfg);
+      assert_true(t.score[i] > 0); /* every (PAR, PACKA) has a valid config */
+      expect_ok(r, t.space, &t.best[i], cfg);
+    }
+    ht_space_destroy(t.space);
+    ht_runner_destroy(r);
+    ht_spec_destroy(spec);
+    free(path);
+    free(dir);
   }
-  assert_true(checked >= 1);
+}
+
+/* The generated space and model config for a CPU: the space built from the spec file with a
+ * device that reports nothing (the limits are all in the spec) is not empty, the model config is
+ * one of its valid configs, and the kernel's vector width is the CPU's. Returns the model config. */
+static void check_cpu(const ht_gemm_cpu *cpu, ht_dtype type, char *key, size_t cap) {
+  ht_gemm_problem p = problem(301, 97, 147, type, 0, 0, 1.0, 0.0);
+  p.cpu = cpu;
+  char *dir = out_dir("simulated"), *path, what[160];
+  snprintf(what, sizeof what, "%s, %d-byte vectors, %d registers, L1 %lld, L2 %lld, %d cores", ht_dtype_name(type),
+           cpu->vec_bytes, cpu->registers, (long long)cpu->l1, (long long)cpu->l2, cpu->cores);
+  if (ht_gemm_generate(&p, HT_GEMM_C, dir, &path)) fail_msg("%s: %s", what, ht_last_error());
+  if (!ht_gemm_model_config(&p, HT_GEMM_C, key, cap)) fail_msg("%s: no model config", what);
+  ht_spec *spec;
+  if (ht_spec_load(path, &spec)) fail_msg("%s", ht_last_error());
+  const ht_device_info nothing = {0};
+  ht_space *space;
+  assert_int_equal(ht_spec_build_space(spec, &nothing, &space), HT_OK);
+  uint64_t count = 0;
+  assert_int_equal(ht_space_count(space, &count), HT_OK);
+  if (count == 0) fail_msg("%s: empty space", what);
+  ht_config c;
+  if (ht_config_parse(space, key, &c)) fail_msg("%s: %s: %s", what, key, ht_last_error());
+  if (!ht_space_is_valid(space, &c)) fail_msg("%s: model config %s breaks a constraint", what, key);
+  char want[32];
+  snprintf(want, sizeof want, "#define VBYTES %d\n", cpu->vec_bytes);
+  assert_non_null(strstr(spec->kernel.source_text, want));
   ht_space_destroy(space);
-  ht_runner_destroy(r);
   ht_spec_destroy(spec);
   free(path);
+  free(dir);
+}
+
+/* Simulated CPUs: every L1 / L2 / vector width / core count of the grid gives a space and a valid
+ * model config, in both types. */
+static void test_simulated_cpus(void **state) {
+  (void)state;
+  static const int64_t l1s[] = {32, 48, 64}, l2s[] = {512, 1024, 2048};
+  static const int vecs[][2] = {{32, 16}, {64, 32}}, cores[] = {1, 2, 64, 256};
+  char key[256];
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      for (int v = 0; v < 2; v++)
+        for (int c = 0; c < 4; c++)
+          for (int t = 0; t < 2; t++) {
+            const ht_gemm_cpu cpu = {vecs[v][0], vecs[v][1], l1s[a] * 1024, l2s[b] * 1024, 32 << 20, cores[c]};
+            check_cpu(&cpu, t ? HT_DTYPE_F64 : HT_DTYPE_F32, key, sizeof key);
+            char threads[32];
+            snprintf(threads, sizeof threads, ",NTHREADS=%d", cores[c]);
+            const size_t n = strlen(key), m = strlen(threads);
+            assert_true(n > m && strcmp(key + n - m, threads) == 0); /* all the cores */
+          }
+}
+
+/* The analytical choices on known CPUs: an AVX-512 Zen 5 (48 KiB L1d, 1 MiB L2) and an AVX2 Zen 3
+ * (32 KiB, 512 KiB) keep the measured tiles (4 x 4 and 4 x 3 vectors) and the cache blocks of
+ * BLIS's rules; a Zen 4 (AVX-512, 32 KiB L1d) has no KC for a 4 x 4 tile within L1, so 4 x 3;
+ * one core: one thread, over ic. The model config verifies on the simulated AVX-512 CPUs too. */
+static void test_model_config_known_cpus(void **state) {
+  (void)state;
+  const ht_gemm_cpu zen5 = {64, 32, 48 << 10, 1 << 20, 32 << 20, 2}, zen3 = {32, 16, 32 << 10, 512 << 10, 32 << 20, 2},
+                    zen4 = {64, 32, 32 << 10, 1 << 20, 32 << 20, 2}, one = {32, 16, 32 << 10, 512 << 10, 8 << 20, 1};
+  const struct {
+    const ht_gemm_cpu *cpu;
+    ht_dtype type;
+    const char *want;
+  } cases[] = {
+      {&zen5, HT_DTYPE_F32, "MR=4,NV=4,MC=336,KC=128,NC=3072,KU=4,PAR=1,PACKA=1,NTHREADS=2"},
+      {&zen5, HT_DTYPE_F64, "MR=4,NV=4,MC=336,KC=128,NC=3072,KU=4,PAR=1,PACKA=1,NTHREADS=2"},
+      {&zen3, HT_DTYPE_F32, "MR=4,NV=3,MC=168,KC=256,NC=3072,KU=4,PAR=1,PACKA=1,NTHREADS=2"},
+      {&zen4, HT_DTYPE_F32, "MR=4,NV=3,MC=336,KC=128,NC=3072,KU=4,PAR=1,PACKA=1,NTHREADS=2"},
+      {&one, HT_DTYPE_F32, "MR=4,NV=3,MC=168,KC=256,NC=3072,KU=4,PAR=0,PACKA=1,NTHREADS=1"},
+  };
+  char key[256];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    check_cpu(cases[i].cpu, cases[i].type, key, sizeof key);
+    if (strcmp(key, cases[i].want) != 0) fail_msg("case %zu: %s, expected %s", i, key, cases[i].want);
+  }
+  for (int i = 0; i < 2; i++) { /* the AVX-512 kernels run here too (split vectors on AVX2) */
+    ht_gemm_problem p = problem(67, 45, 33, HT_DTYPE_F32, 1, 0, 1.5, -0.5);
+    p.cpu = i ? &zen4 : &zen5;
+    char *dir = out_dir(i ? "run_zen4" : "run_zen5"), *path;
+    assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_C, key, sizeof key), 1);
+    assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_OK);
+    ht_spec *spec;
+    ht_runner *r = runner_for(path, &spec);
+    ht_space *space;
+    assert_int_equal(ht_spec_build_space(spec, ht_runner_device(r), &space), HT_OK);
+    ht_config c;
+    assert_int_equal(ht_config_parse(space, key, &c), HT_OK);
+    expect_ok(r, space, &c, key);
+    ht_space_destroy(space);
+    ht_runner_destroy(r);
+    ht_spec_destroy(spec);
+    free(path);
+    free(dir);
+  }
+}
+
+/* CPU limits out of range, or too small for any schedule, are one clear error. */
+static void test_bad_cpu_limits(void **state) {
+  (void)state;
+  char *dir = out_dir("badcpu"), *path = (char *)1, key[256];
+  ht_gemm_problem p = problem(64, 64, 64, HT_DTYPE_F32, 0, 0, 1, 0);
+  ht_gemm_cpu cpu = {24, 16, 32 << 10, 512 << 10, 8 << 20, 2};
+  p.cpu = &cpu;
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  assert_null(path);
+  assert_non_null(strstr(ht_last_error(), "cpu.vec_bytes 24"));
+  assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_C, key, sizeof key), 0);
+  cpu = (ht_gemm_cpu){32, 16, 32 << 10, 512 << 10, 8 << 20, 0};
+  assert_int_equal(ht_gemm_generate_vendor(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "cpu.cores 0"));
+  cpu = (ht_gemm_cpu){32, 16, 2048, 4096, 0, 1}; /* no L2 half for the smallest A block */
+  assert_int_equal(ht_gemm_generate(&p, HT_GEMM_C, dir, &path), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "no schedule fits the CPU"));
+  assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_C, key, sizeof key), 0);
   free(dir);
 }
 
@@ -295,29 +437,77 @@ static int cli(const char *args, char *out, size_t len) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/* Evaluations in a store: how many, and how many under device_id. */
+typedef struct eval_count {
+  const char *device_id;
+  int all, on_device;
+} eval_count;
+
+static int count_eval(const ht_eval_record *r, void *ctx) {
+  eval_count *c = ctx;
+  c->all++;
+  c->on_device += strcmp(r->device_id, c->device_id) == 0;
+  return 0;
+}
+
+static eval_count count_evals(const char *db, const char *kernel, const char *device_id) {
+  ht_store *st;
+  eval_count c = {device_id, 0, 0};
+  if (ht_store_open(db, &st)) fail_msg("%s", ht_last_error());
+  ht_eval_filter f = {.kernel_name = kernel};
+  assert_int_equal(ht_store_each_eval(st, &f, count_eval, &c), HT_OK);
+  ht_store_close(st);
+  return c;
+}
+
+/* Lines of text that start with prefix. */
+static int count_lines(const char *text, const char *prefix) {
+  int n = 0;
+  for (const char *s = text; s && *s; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL) n += strncmp(s, prefix, strlen(prefix)) == 0;
+  return n;
+}
+
+/* --budget bounds the whole run: the warm start, OpenBLAS, the naive kernel and the search take 8
+ * evaluations in all, all stored under c:0, with a progress line each when stderr is no terminal;
+ * a second call reuses them all. */
 static void test_cli_gemm_and_reuse(void **state) {
   (void)state;
-  char out[8192], args[2048];
-  snprintf(args, sizeof args, "gemm 45 37 147 --budget 4 --strategy random --db '%s/cli.db' --out '%s/cli' --quiet",
-           root, root);
+  char out[16384], args[2048], db[600];
+  snprintf(db, sizeof db, "%s/cli.db", root);
+  snprintf(args, sizeof args, "gemm 45 37 147 --budget 8 --strategy random --db '%s' --out '%s/cli'", db, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, "tuned:"));
   assert_non_null(strstr(out, "GFLOP/s"));
   assert_non_null(strstr(out, "openblas:"));
   assert_non_null(strstr(out, "naive:"));
   assert_non_null(strstr(out, "(OpenBLAS ")); /* the build it measured */
-  /* 4 searched + the model's config (warm start) */
-  assert_non_null(strstr(out, "5 configs evaluated (5 measured, 0 stored), 0 failed"));
+  assert_non_null(strstr(out, "(warm start: the model's config MR="));
+  assert_null(strstr(out, "nan ms"));
+  assert_non_null(strstr(out, "8 of 8 evaluations"));
+  assert_int_equal(count_lines(out, "hetune gemm: "), 8); /* a progress line per evaluation */
+  eval_count c = count_evals(db, NULL, "c:0");
+  assert_int_equal(c.all, 8);
+  assert_int_equal(c.on_device, 8);
+  int tuned = 0, measured = 0;
+  const char *line = strstr(out, "configs evaluated (");
+  assert_non_null(line);
+  while (line > out && line[-1] != ',') line--;
+  assert_int_equal(sscanf(line, " %d configs evaluated (%d measured", &tuned, &measured), 2);
+  assert_int_equal(measured, tuned);
+  assert_true(tuned >= 2); /* the model's config and at least one searched */
+  strcat(args, " --quiet");
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
-  assert_non_null(strstr(out, "5 configs evaluated (0 measured, 5 stored), 0 failed")); /* reused */
-  snprintf(args + strlen(args), sizeof args - strlen(args), " --tune-vendor 3");
+  char reused[128];
+  snprintf(reused, sizeof reused, "%d configs evaluated (0 measured, %d stored), 0 failed", tuned, tuned);
+  if (!strstr(out, reused)) fail_msg("expected '%s' in %s", reused, out);
+  assert_null(strstr(out, "hetune gemm: ")); /* --quiet */
+  assert_int_equal(count_evals(db, NULL, "c:0").all, 8); /* nothing measured again */
+  strcat(args, " --tune-vendor 3");
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, "--tune-vendor ignored: OpenBLAS takes no tuning parameters"));
-  assert_non_null(strstr(out, "(warm start: the model's config MR="));
   assert_null(strstr(out, "stored best config")); /* no other size stored yet */
   /* Another size: the best config of 45 x 37 x 147 is measured too (warm start). */
-  snprintf(args, sizeof args, "gemm 50 37 147 --budget 2 --strategy random --db '%s/cli.db' --out '%s/cli2' --quiet",
-           root, root);
+  snprintf(args, sizeof args, "gemm 50 37 147 --budget 4 --strategy random --db '%s' --out '%s/cli2' --quiet", db, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, " and 1 stored best config of the nearest other sizes"));
   assert_int_equal(cli("gemm 0 4 4", out, sizeof out), 2);
@@ -328,17 +518,41 @@ static void test_cli_gemm_and_reuse(void **state) {
   assert_int_equal(cli("gemm 4 4 4 --type f16", out, sizeof out), 2);
 }
 
+/* A small budget: each stage takes its share in order and leaves the search its evaluation; the
+ * stages that get nothing say so. */
+static void test_cli_gemm_budget(void **state) {
+  (void)state;
+  char out[16384], args[2048], db[600];
+  snprintf(db, sizeof db, "%s/budget.db", root);
+  snprintf(args, sizeof args, "gemm 33 31 29 --budget 3 --db '%s' --out '%s/budget' --quiet", db, root);
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  /* the model's config (1), OpenBLAS (1 of 2: one is left for the search), the search (1) */
+  assert_non_null(strstr(out, "3 of 3 evaluations"));
+  assert_non_null(strstr(out, "naive:    skipped (--budget spent"));
+  assert_non_null(strstr(out, "2 configs evaluated (2 measured, 0 stored)"));
+  assert_int_equal(count_evals(db, NULL, "c:0").all, 3);
+  assert_int_equal(count_evals(db, "gemm_openblas_f32_nn", "c:0").all, 1);
+  snprintf(args, sizeof args, "gemm 33 31 30 --budget 1 --db '%s' --out '%s/budget1' --quiet", db, root);
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  assert_non_null(strstr(out, "1 of 1 evaluations"));
+  assert_non_null(strstr(out, "(warm start skipped by the budget: the model's config"));
+  assert_non_null(strstr(out, "openblas: skipped (--budget spent"));
+  assert_int_equal(count_evals(db, NULL, "c:0").all, 4);
+}
+
 /* `hetune gemm --device opencl`: the generated kernel on PoCL, and CLBlast measured from the host
- * device on the same OpenCL device (it printed no number while the vendor ran on the OpenCL device),
- * as installed and tuned (--tune-vendor); a negative --tune-vendor is a usage error. */
+ * device on the same OpenCL device, as installed and tuned (--tune-vendor), its evaluations stored
+ * under that OpenCL device; --budget bounds them all, the naive kernel's work-group shapes too.
+ * A negative --tune-vendor is a usage error. */
 static void test_cli_gemm_opencl(void **state) {
   (void)state;
-  char out[8192], args[2048];
+  char out[16384], args[2048], db[600];
   if (cli("devices", out, sizeof out) || !strstr(out, "opencl:0:0")) skip();
+  snprintf(db, sizeof db, "%s/ocl.db", root);
   snprintf(args, sizeof args,
-           "gemm 33 20 17 --device opencl --budget 1 --strategy random --no-naive --no-warm --tune-vendor 1 "
-           "--db '%s/ocl.db' --out '%s/ocl' --quiet",
-           root, root);
+           "gemm 33 20 17 --device opencl --budget 7 --strategy random --no-warm --tune-vendor 1 "
+           "--db '%s' --out '%s/ocl' --quiet",
+           db, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   const char *v = strstr(out, "clblast:");
   if (!v) fail_msg("no clblast line: %s", out);
@@ -352,6 +566,13 @@ static void test_cli_gemm_opencl(void **state) {
   assert_true(gflops > 0);
   assert_non_null(strstr(out, "tuned for this device by hetune: 1 configs, 0 failed"));
   assert_non_null(strstr(out, "tuned / vendor:"));
+  /* CLBlast 1 + its tuning 1 + the naive kernel 2 (of its dozens of shapes) + the search 3 */
+  assert_non_null(strstr(out, "7 of 7 evaluations"));
+  eval_count c = count_evals(db, NULL, "opencl:0:0");
+  assert_int_equal(c.all, 7);
+  assert_int_equal(c.on_device, 7);
+  assert_int_equal(count_evals(db, "gemm_clblast_f32_nn", "opencl:0:0").on_device, 2);
+  assert_int_equal(count_evals(db, "gemm_naive_opencl_f32_nn", "opencl:0:0").on_device, 2);
   assert_int_equal(cli("gemm 4 4 4 --device opencl --tune-vendor -1", out, sizeof out), 2);
 }
 
@@ -363,7 +584,9 @@ int main(void) {
     cmocka_unit_test(test_model_config),           cmocka_unit_test(test_openblas_build_in_source),
     cmocka_unit_test(test_blocks_and_edges),       cmocka_unit_test(test_f32_nn_random_variants),
     cmocka_unit_test(test_f32_transposes),         cmocka_unit_test(test_f64),
-    cmocka_unit_test(test_cli_gemm_and_reuse),    cmocka_unit_test(test_cli_gemm_opencl),
+    cmocka_unit_test(test_simulated_cpus),         cmocka_unit_test(test_model_config_known_cpus),
+    cmocka_unit_test(test_bad_cpu_limits),         cmocka_unit_test(test_cli_gemm_and_reuse),
+    cmocka_unit_test(test_cli_gemm_budget),        cmocka_unit_test(test_cli_gemm_opencl),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[1024];

@@ -131,25 +131,36 @@ static void test_compile_fp32(void **state) {
   compile_sampled(&p, "tt", 3, 4);
 }
 
-/* The model's config (ht_gemm_model_config) is valid with an H100's limits in both types and
- * compiles without spilling. */
+/* The model's config (ht_gemm_model_config) for a GPU's limits is a valid config of the space built
+ * with them; with an H100's it is the hand-written SGEMMs' rule itself and compiles without
+ * spilling; on smaller GPUs (128 threads per block, 12 KiB of shared memory) it is the nearest
+ * valid config. */
 static void test_model_config(void **state) {
   (void)state;
-  for (int t = 0; t < 2; t++) {
-    ht_gemm_problem p = problem(1023, 517, 129, t ? HT_DTYPE_F64 : HT_DTYPE_F32, t, 0, 1, 0);
-    char key[256];
-    assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_CUDA, key, sizeof key), 1);
-    ht_spec *s = generate(gemm_generate_cuda, &p, t ? "model64" : "model32");
-    ht_device_info info = gpu_info();
-    ht_space *space;
-    assert_int_equal(ht_spec_build_space(s, &info, &space), HT_OK);
-    ht_config c;
-    if (ht_config_parse(space, key, &c)) fail_msg("%s: %s", key, ht_last_error());
-    if (!ht_space_is_valid(space, &c)) fail_msg("model config %s breaks a constraint", key);
-    if (nvcc_or_skip()) compile_config(s, space, &c, (int)ht_dtype_size(p.type));
-    ht_space_destroy(space);
-    ht_spec_destroy(s);
-  }
+  static const char *const rule[] = {"MWG=128,WPTM=8,VT=1,NWG=128,WPTN=8,VW=4,KWG=16,UNROLL=4,LOCAL=1,PAD=0,STAGE=1",
+                                     "MWG=64,WPTM=4,VT=1,NWG=128,WPTN=8,VW=2,KWG=16,UNROLL=4,LOCAL=1,PAD=0,STAGE=1"};
+  ht_device_info gpus[3];
+  gpus[0] = gpus[1] = gpus[2] = gpu_info();
+  gpus[1].max_work_group_size = 128;
+  gpus[2].local_mem_bytes = 12 * 1024;
+  for (int t = 0; t < 2; t++)
+    for (int g = 0; g < 3; g++) {
+      ht_gemm_problem p = problem(1023, 517, 129, t ? HT_DTYPE_F64 : HT_DTYPE_F32, t, 0, 1, 0);
+      p.gpu = g ? &gpus[g] : NULL; /* NULL: an H100's limits */
+      char key[256];
+      assert_int_equal(ht_gemm_model_config(&p, HT_GEMM_CUDA, key, sizeof key), 1);
+      if (g == 0) assert_string_equal(key, rule[t]);
+      else assert_string_not_equal(key, rule[t]);
+      ht_spec *s = generate(gemm_generate_cuda, &p, t ? "model64" : "model32");
+      ht_space *space;
+      assert_int_equal(ht_spec_build_space(s, &gpus[g], &space), HT_OK);
+      ht_config c;
+      if (ht_config_parse(space, key, &c)) fail_msg("%s: %s", key, ht_last_error());
+      if (!ht_space_is_valid(space, &c)) fail_msg("model config %s breaks a constraint (GPU %d)", key, g);
+      if (g == 0 && nvcc_or_skip()) compile_config(s, space, &c, (int)ht_dtype_size(p.type));
+      ht_space_destroy(space);
+      ht_spec_destroy(s);
+    }
 }
 
 static void test_compile_fp64_and_naive(void **state) {

@@ -7,8 +7,9 @@
 #
 #   bench/gemm/run.sh [HETUNE] [--quick]
 #
-# Environment: DEVICE (c, opencl[:P:D] or cuda[:N]; default c), BUDGET (evaluations per shape,
-# default 40), STRATEGY (default auto), RESNET_SCALE (m divided by this, default 64), SQUARES
+# Environment: DEVICE (c, opencl[:P:D] or cuda[:N]; default c), BUDGET (the search's evaluations
+# per shape, default 40; `hetune gemm --budget` gets 9 more for the warm start and the baselines,
+# plus TUNE_VENDOR), STRATEGY (default auto), RESNET_SCALE (m divided by this, default 64), SQUARES
 # (default "256 512 1024 2048 4096"), RECT_SCALE (the rectangular shapes' sides divided by this,
 # default 4), SHAPES (which groups of shapes: default "square rect resnet"), TYPE (f32), NAIVE (0: do not
 # measure the naive kernel), TUNE_VENDOR (N: also tune the vendor library's own kernel with N
@@ -68,8 +69,10 @@ export HETUNE_CACHE_DIR=${HETUNE_CACHE_DIR:-$work/cache}
   printf 'group\tid\tuses\tm\tn\tk\ttuned_gflops\tvendor_gflops\tnaive_gflops\ttune_s\tbest\tvendor_tuned_gflops\n'
 } > "$out"
 
+run_budget=$((BUDGET + 9 + ${TUNE_VENDOR:-0})) # the whole run: seeds <= 5, vendor <= 2, naive <= 2
+
 run() { # group id uses m n k
-  all=$("$hetune" gemm "$4" "$5" "$6" --device "$DEVICE" --type "$TYPE" --budget "$BUDGET" --strategy "$STRATEGY" --db "$db" \
+  all=$("$hetune" gemm "$4" "$5" "$6" --device "$DEVICE" --type "$TYPE" --budget "$run_budget" --strategy "$STRATEGY" --db "$db" \
            --out "$work/specs" --tsv --quiet $naive_flag $vendor_flag) || { echo "failed: $*" >&2; return 0; }
   line=$(echo "$all" | grep '^result') || { echo "failed: $* (no result line)" >&2; return 0; }
   build=$(echo "$all" | grep '^vendor_build' | cut -f2-) || true

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "hetune/core.h"
+#include "hetune/device.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,19 +16,39 @@ extern "C" {
 
 typedef enum ht_gemm_target { HT_GEMM_C = 0, HT_GEMM_OPENCL = 1, HT_GEMM_CUDA = 2 } ht_gemm_target;
 
+/* The CPU the C generator writes for. Its constraints, the kernel's vector width and the model
+ * config all follow these numbers, so they agree by construction on any CPU; fill one by hand to
+ * generate for another CPU than this one. */
+typedef struct ht_gemm_cpu {
+  int vec_bytes;      /* SIMD register width: 16 (SSE, NEON), 32 (AVX2), 64 (AVX-512) */
+  int registers;      /* SIMD registers: 16 on x86-64 before AVX-512, 32 with it */
+  int64_t l1, l2, l3; /* data cache bytes: L1d and L2 per core, L3 shared (0: none, L2 is the last) */
+  int cores;          /* hardware threads the kernel may use */
+} ht_gemm_cpu;
+
+/* This machine: the widest vectors the CPU and OS support, the caches sysconf reports (32 KiB,
+ * 512 KiB and 8 MiB where it reports none) and the online hardware threads. */
+void ht_gemm_cpu_probe(ht_gemm_cpu *c);
+
 typedef struct ht_gemm_problem {
   int64_t m, n, k;
   ht_dtype type;        /* HT_DTYPE_F32 or HT_DTYPE_F64 */
   int trans_a, trans_b; /* 1: A is stored K x M (B: N x K) and used transposed */
   double alpha, beta;
+  /* The target's limits; NULL for the defaults. cpu (HT_GEMM_C): NULL probes this machine. gpu
+   * (the GPU targets' model config): the device's limits as the runner or `hetune devices`
+   * report them; NULL: an NVIDIA H100's. The GPU specs read the device's limits when tuned. */
+  const ht_gemm_cpu *cpu;
+  const ht_device_info *gpu;
 } ht_gemm_problem;
 
-/* Fills defaults: FP32, no transposes, alpha 1, beta 0. */
+/* Fills defaults: FP32, no transposes, alpha 1, beta 0, the default limits. */
 void ht_gemm_problem_default(ht_gemm_problem *p, int64_t m, int64_t n, int64_t k);
 
 /* Writes the generated spec and source(s) for the target into dir (created if needed) and
  * returns the spec's path (malloc'ed). The spec's reference is a plain C GEMM, so every variant
- * the runner measures is verified. Bad problems (sizes < 1, other types) -> HT_ERR_INVALID. */
+ * the runner measures is verified. Bad problems (sizes < 1, other types, CPU limits out of range
+ * or leaving no valid config) -> HT_ERR_INVALID. */
 ht_status ht_gemm_generate(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
 
 /* The vendor baseline as a spec without parameters: OpenBLAS cblas_?gemm for HT_GEMM_C, cuBLAS
@@ -35,13 +56,16 @@ ht_status ht_gemm_generate(const ht_gemm_problem *p, ht_gemm_target target, cons
  * on the "c" device; the cuBLAS and CLBlast ones reach their GPU or OpenCL device themselves (the
  * OpenCL one the device named by the environment variable HETUNE_GEMM_DEVICE, "opencl:P:D"). */
 ht_status ht_gemm_generate_vendor(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
-/* The config a model of the target picks without measuring, written as "MR=12,NV=2,..." into key
- * (cap bytes). HT_GEMM_C: BLIS's analytical model (the register tile fills the vector registers,
- * B's micro-panel and A's fit in L1, the packed A block in half of L2, all cores). HT_GEMM_CUDA:
- * the register-blocking rule of hand-written SIMT SGEMMs (256 threads, 8 x 8 per thread of a
- * 128 x 128 block, 16-deep shared panels, 16-byte loads). Returns 1 when written, 0 for
- * HT_GEMM_OPENCL (no model) or a too small key; `hetune gemm` measures it with the warm start, so
- * a short, noisy search cannot end below it. */
+/* The config a model of the target picks without measuring, written as "MR=4,NV=4,..." into key
+ * (cap bytes): the valid config of the generated space (for p's limits) that best matches the
+ * model's preferences, so it never breaks a constraint. HT_GEMM_C: a 4-row register tile with as
+ * many vectors as keep the accumulators within 3/4 of the registers, then BLIS's analytical
+ * cache blocks (the micro-panels of A and B in 90% of L1, the packed A block in half of L2, the B
+ * panel in L3), all cores. HT_GEMM_CUDA: the register-blocking rule of hand-written SIMT SGEMMs
+ * (256 threads, 8 x 8 per thread of a 128 x 128 block, 16-deep shared panels, 16-byte loads), or
+ * the valid config nearest to it. Returns 1 when written, 0 for HT_GEMM_OPENCL (no model), a too
+ * small key, bad limits or an empty space; `hetune gemm` measures it with the warm start, so a
+ * short, noisy search cannot end below it. */
 int ht_gemm_model_config(const ht_gemm_problem *p, ht_gemm_target target, char *key, size_t cap);
 
 /* The OpenBLAS this process has loaded, as openblas_get_config() names it (version, and the

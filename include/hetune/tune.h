@@ -76,6 +76,10 @@ typedef struct ht_tune_options {
   ht_tune_progress_fn progress;
   void *progress_ctx;
   volatile sig_atomic_t *stop;  /* set to nonzero (e.g. from SIGINT) to stop after the current config */
+  /* The device the evaluations are stored (and reused) under, and the summary names; NULL: the
+   * runner's. For a C kernel that drives another device (a vendor library's GPU or OpenCL call),
+   * that device is where it ran. The space is built with the runner's device all the same. */
+  const ht_device_info *store_device;
 } ht_tune_options;
 
 void ht_tune_options_default(ht_tune_options *o);

@@ -1,9 +1,9 @@
 /* The CPU GEMM generator (reference 004, BLIS/GotoBLAS structure) and the C baselines.
  * The kernel source is fixed text: its schedule comes in as -D parameters (MR, NV, MC, KC, NC, KU,
- * PAR, NTHREADS) and the problem (type, transposes) as #defines baked in at the top, so one
- * compiled config serves every M, N, K ("size_defines": false) and the compile cache is shared
- * across shapes. The search space's constraints use this machine's vector width, register count
- * and caches, read when the spec is generated. */
+ * PAR, NTHREADS) and the problem (type, transposes) and the vector width as #defines baked in at
+ * the top, so one compiled config serves every M, N, K ("size_defines": false) and the compile
+ * cache is shared across shapes. The CPU's limits (ht_gemm_cpu: probed, or given) are the one
+ * source of the kernel's vector width, the space's constraints and the model config. */
 #define _GNU_SOURCE /* RTLD_DEFAULT, strcasestr */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -62,13 +62,16 @@ static const char kernel_text[] =
   "#define PACKA 1\n"
   "#endif\n"
   "\n"
-  "/* The vector width follows what -march=native enables: AVX-512, AVX or SSE. */\n"
+  "/* The vector width: written at the top by the generator from the CPU the constraints describe;\n"
+  " * without it, what the compiler's flags enable (AVX-512, AVX or SSE). */\n"
+  "#ifndef VBYTES\n"
   "#if defined(__AVX512F__)\n"
   "#define VBYTES 64\n"
   "#elif defined(__AVX__)\n"
   "#define VBYTES 32\n"
   "#else\n"
   "#define VBYTES 16\n"
+  "#endif\n"
   "#endif\n"
   "#define VL (VBYTES / (int)sizeof(TYPE))\n"
   "#define NR (NV * VL)\n"
@@ -353,9 +356,11 @@ static const char vendor_text[] =
 /* ---- writing files ---- */
 
 static const char *type_name(ht_dtype t) { return t == HT_DTYPE_F64 ? "double" : "float"; }
+static int elem_size(const ht_gemm_problem *p) { return p->type == HT_DTYPE_F64 ? 8 : 4; }
 
-/* dir/name <- the problem's #defines followed by text. */
-static ht_status write_source(const ht_gemm_problem *p, const char *dir, const char *name, const char *text) {
+/* dir/name <- the problem's #defines, the extra defines (or NULL), then text. */
+static ht_status write_source(const ht_gemm_problem *p, const char *dir, const char *name, const char *defines,
+                              const char *text) {
   ht_buf b = {0};
   /* No sizes in the text: one source (one kernel in the store, one compiled binary per config)
    * serves every M, N, K. */
@@ -364,6 +369,7 @@ static ht_status write_source(const ht_gemm_problem *p, const char *dir, const c
   ht_buf_appendf(&b, "#define TYPE %s\n#define TRANS_A %d\n#define TRANS_B %d\n", type_name(p->type), p->trans_a ? 1 : 0,
                  p->trans_b ? 1 : 0);
   ht_buf_appendf(&b, "#define CBLAS_GEMM %s\n", p->type == HT_DTYPE_F64 ? "cblas_dgemm" : "cblas_sgemm");
+  if (defines) ht_buf_append(&b, defines);
   ht_buf_append(&b, text);
   char *path = ht_strfmt("%s/%s", dir, name);
   ht_status st = b.failed || !path ? ht_error(HT_ERR_NOMEM, "out of memory")
@@ -376,13 +382,12 @@ static ht_status write_source(const ht_gemm_problem *p, const char *dir, const c
 /* What every GEMM spec shares: sizes, arguments, reference, work and metrics. */
 typedef struct spec_parts {
   const char *name, *source, *entry, *flags;
-  const char *parameters;  /* JSON object text */
-  const char *constraints; /* JSON list text */
+  const gemm_space_def *space;
+  const char *defines; /* written into the source after the problem's, or NULL */
 } spec_parts;
 
 static void append_common(ht_buf *b, const ht_gemm_problem *p, const spec_parts *s) {
   const char *t = type_name(p->type);
-  size_t sz = p->type == HT_DTYPE_F64 ? 8 : 4;
   ht_buf_appendf(b, "{\n  \"name\": \"%s\",\n  \"language\": \"c\",\n  \"source\": \"%s\",\n  \"entry\": \"%s\",\n",
                  s->name, s->source, s->entry);
   if (s->flags) ht_buf_appendf(b, "  \"flags\": \"%s\",\n", s->flags);
@@ -399,9 +404,9 @@ static void append_common(ht_buf *b, const ht_gemm_problem *p, const spec_parts 
                  "    { \"name\": \"alpha\", \"type\": \"%s\", \"value\": \"%.17g\" },\n"
                  "    { \"name\": \"beta\", \"type\": \"%s\", \"value\": \"%.17g\" }\n  ],\n",
                  t, p->beta != 0 ? "readwrite" : "write", t, t, t, p->alpha, t, p->beta);
-  ht_buf_appendf(b, "  \"parameters\": %s,\n  \"constraints\": %s,\n", s->parameters, s->constraints);
+  gemm_space_json(b, s->space);
   ht_buf_append(b, "  \"reference\": { \"language\": \"c\", \"source\": \"gemm_ref.c\", \"entry\": \"gemm_ref\" },\n");
-  ht_buf_appendf(b, "  \"work\": { \"flops\": \"2.0*M*N*K\", \"bytes\": \"%zu.0*(M*K+K*N+%s*M*N)\" },\n", sz,
+  ht_buf_appendf(b, "  \"work\": { \"flops\": \"2.0*M*N*K\", \"bytes\": \"%d.0*(M*K+K*N+%s*M*N)\" },\n", elem_size(p),
                  p->beta != 0 ? "2" : "1");
   ht_buf_append(b, "  \"metrics\": { \"GFLOP/s\": \"2.0*M*N*K/time_s/1e9\" }\n}\n");
 }
@@ -409,8 +414,8 @@ static void append_common(ht_buf *b, const ht_gemm_problem *p, const spec_parts 
 static ht_status write_spec(const ht_gemm_problem *p, const char *dir, const spec_parts *s, const char *text,
                             char **spec_path) {
   *spec_path = NULL;
-  ht_status st = write_source(p, dir, "gemm_ref.c", ref_text);
-  if (!st) st = write_source(p, dir, s->source, text);
+  ht_status st = write_source(p, dir, "gemm_ref.c", NULL, ref_text);
+  if (!st) st = write_source(p, dir, s->source, s->defines, text);
   if (st) return st;
   ht_buf b = {0};
   append_common(&b, p, s);
@@ -422,106 +427,142 @@ static ht_status write_spec(const ht_gemm_problem *p, const char *dir, const spe
   return st;
 }
 
-/* ---- the machine the constraints describe ---- */
+/* gemm_<what>_<f32|f64>_<n|t><n|t> */
+static void spec_name(char *name, size_t cap, const char *what, const ht_gemm_problem *p) {
+  snprintf(name, cap, "gemm_%s_%s_%s%s", what, p->type == HT_DTYPE_F64 ? "f64" : "f32", p->trans_a ? "t" : "n",
+           p->trans_b ? "t" : "n");
+}
 
-typedef struct cpu_limits {
-  int vec_bytes, registers; /* what -march=native gives the kernel: AVX-512 64 B x 32, AVX 32 B x 16 */
-  long l1, l2, l3;          /* bytes per core (L1d, L2), shared (L3) */
-} cpu_limits;
+/* ---- the CPU the constraints describe ---- */
 
-static void cpu_limits_probe(cpu_limits *c) {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) *c = (cpu_limits){64, 32, 0, 0, 0};
-  else if (__builtin_cpu_supports("avx")) *c = (cpu_limits){32, 16, 0, 0, 0};
-  else *c = (cpu_limits){16, 16, 0, 0, 0};
-  c->l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-  c->l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  c->l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (c->l1 <= 0) c->l1 = 32 * 1024; /* unknown: common sizes, so the bounds stay sensible */
-  if (c->l2 <= 0) c->l2 = 512 * 1024;
-  if (c->l3 <= 0) c->l3 = 8 * 1024 * 1024;
+static int64_t cache_size(int name, int64_t unknown) {
+  const long v = sysconf(name);
+  return v > 0 ? (int64_t)v : unknown; /* unknown: a common size, so the bounds stay sensible */
+}
+
+void ht_gemm_cpu_probe(ht_gemm_cpu *c) {
+  *c = (ht_gemm_cpu){.vec_bytes = 16, .registers = 16};
+#if defined(__x86_64__)
+  __builtin_cpu_init(); /* checks the OS saves the registers too */
+  if (__builtin_cpu_supports("avx512f")) c->vec_bytes = 64, c->registers = 32;
+  else if (__builtin_cpu_supports("avx")) c->vec_bytes = 32;
+#else
+  c->registers = 32; /* AArch64's NEON: 32 registers of 16 bytes */
+#endif
+  c->l1 = cache_size(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
+  c->l2 = cache_size(_SC_LEVEL2_CACHE_SIZE, 512 * 1024);
+  c->l3 = cache_size(_SC_LEVEL3_CACHE_SIZE, 8 * 1024 * 1024);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  c->cores = n > 0 ? (int)n : 1;
+}
+
+ht_status gemm_cpu_of(const ht_gemm_problem *p, ht_gemm_cpu *c) {
+  if (!p->cpu) {
+    ht_gemm_cpu_probe(c);
+    return HT_OK;
+  }
+  *c = *p->cpu;
+  if (c->vec_bytes != 16 && c->vec_bytes != 32 && c->vec_bytes != 64)
+    return ht_error(HT_ERR_INVALID, "gemm: cpu.vec_bytes %d: expected 16, 32 or 64", c->vec_bytes);
+  if (c->registers < 4 || c->registers > 256)
+    return ht_error(HT_ERR_INVALID, "gemm: cpu.registers %d: expected 4 to 256", c->registers);
+  if (c->l1 < 1024 || c->l2 < 1024 || c->l3 < 0)
+    return ht_error(HT_ERR_INVALID, "gemm: cpu caches L1 %lld, L2 %lld, L3 %lld bytes: expected L1 and L2 of 1024 "
+                    "or more, L3 0 (none) or more", (long long)c->l1, (long long)c->l2, (long long)c->l3);
+  if (c->cores < 1) return ht_error(HT_ERR_INVALID, "gemm: cpu.cores %d: expected 1 or more", c->cores);
+  return HT_OK;
 }
 
 /* ---- the search space ---- */
 
-/* The parameters' values: the spec's JSON and the model config are both written from these. */
-typedef struct param_values {
-  const char *name;
-  int n;
-  int v[9];
-} param_values;
-static const param_values params[] = {
+static const gemm_param params[] = {
   {"MR", 6, {4, 6, 8, 12, 14, 24}}, {"NV", 4, {1, 2, 3, 4}},   {"MC", 4, {48, 96, 168, 336}},
   {"KC", 4, {128, 192, 256, 384}},  {"NC", 2, {768, 3072}},    {"KU", 2, {1, 4}},
   {"PAR", 2, {0, 1}},               {"PACKA", 2, {0, 1}},      {"NTHREADS", 9, {1, 2, 4, 8, 16, 32, 64, 128, 256}}};
 enum { P_MR, P_NV, P_MC, P_KC, P_NC, P_KU, P_PAR, P_PACKA, P_NTHREADS, N_PARAMS };
 
-static void append_params(ht_buf *b) {
-  ht_buf_append(b, "{");
-  for (int i = 0; i < N_PARAMS; i++) {
-    ht_buf_appendf(b, "%s\n    \"%s\": [", i ? "," : "", params[i].name);
-    for (int j = 0; j < params[i].n; j++) ht_buf_appendf(b, "%s%d", j ? ", " : "", params[i].v[j]);
-    ht_buf_append(b, "]");
-  }
-  ht_buf_append(b, "\n  }");
+/* The schedule's space on CPU c. Register tile: MR*NV accumulators + NV vectors of B + one
+ * broadcast of A. Micro-panels of A and B (kc deep) in L1, the packed A block in half of L2 (B's
+ * micro-panel streams through the rest), the B panel in the last-level cache, at most a thread per
+ * hardware thread. */
+static void c_space(gemm_space_def *d, const ht_gemm_problem *p, const ht_gemm_cpu *c) {
+  const int sz = elem_size(p), vl = c->vec_bytes / sz;
+  gemm_space_init(d, params, N_PARAMS);
+  gemm_space_add(d, "MR * NV + NV + 1 <= %d", c->registers);
+  gemm_space_add(d, "MC %% MR == 0");
+  gemm_space_add(d, "NC %% (NV * %d) == 0", vl);
+  gemm_space_add(d, "(MR + NV * %d) * KC * %d <= %lld", vl, sz, (long long)c->l1);
+  gemm_space_add(d, "MC * KC * %d <= %lld", sz, (long long)(c->l2 / 2));
+  gemm_space_add(d, "KC * NC * %d <= %lld", sz, (long long)(c->l3 > 0 ? c->l3 : c->l2));
+  gemm_space_add(d, "NTHREADS <= %d", c->cores);
 }
+
+typedef struct c_model {
+  int sz, vl;
+  const ht_gemm_cpu *cpu;
+} c_model;
 
 /* BLIS's analytical model (Low et al., TOMS 2016) for the cache blocks, on a measured register
  * tile: 4 rows of A and as many vectors of B as keep the accumulators within 3/4 of the vector
  * registers (AVX-512: 4 x 4, AVX2: 4 x 3). BLIS's own rule (the most rows at two vectors: its SKX
- * 12 x 2 and Haswell 6 x 2 tiles) ran at 0.64-0.92 of the 4-row tile side by side on the AMD EPYC
- * (Zen 5) of BENCHMARKS.md, in FP32 and FP64, on AVX-512 and AVX2; 6 x 4 at 0.74-0.96. Then the
- * deepest KC whose micro-panels of A and B fill at most 90% of L1; the largest MC whose A block
- * fills at most half of L2 (at least the smallest multiple of MR); the widest NC whose B panel
- * fits in L3; packing, the threads over jr sharing the A block, all the cores the space allows. */
+ * 12 x 2 and Haswell 6 x 2 tiles) ran at 0.64-0.92 of the 4-row tile side by side on an AMD EPYC
+ * (Zen 5), in FP32 and FP64, on AVX-512 and AVX2; 6 x 4 at 0.74-0.96. Then the deepest KC whose
+ * micro-panels of A and B fill at most 90% of L1 (else the shallowest), the largest MC and the
+ * widest NC the space allows (its constraints are the L2 and L3 rules), unroll 4, packing, all
+ * the cores, threads over jr. As preferences over the valid configs, in this order: where a
+ * wish cannot be met (no KC fits a 4 x 4 tile in a 32 KiB L1), the next best valid config wins. */
+static void c_prefs(const ht_value *v, const void *ctx, int64_t *k) {
+  const c_model *m = ctx;
+  const int64_t mr = v[P_MR].u.i, nv = v[P_NV].u.i, kc = v[P_KC].u.i, threads = v[P_NTHREADS].u.i;
+  k[0] = mr == 4;
+  k[1] = mr * nv * 4 <= (int64_t)m->cpu->registers * 3 ? nv : -nv;
+  k[2] = (double)(mr + nv * m->vl) * (double)(kc * m->sz) <= 0.9 * (double)m->cpu->l1 ? kc : -kc;
+  k[3] = v[P_MC].u.i;
+  k[4] = v[P_NC].u.i;
+  k[5] = v[P_KU].u.i == 4;
+  k[6] = v[P_PACKA].u.i;
+  k[7] = threads;
+  k[8] = v[P_PAR].u.i == (threads > 1);
+}
+
 int gemm_model_config_c(const ht_gemm_problem *p, char *key, size_t cap) {
-  cpu_limits c;
-  cpu_limits_probe(&c);
-  const int sz = p->type == HT_DTYPE_F64 ? 8 : 4, vl = c.vec_bytes / sz, mr = 4;
-  const param_values *nvs = &params[P_NV], *kcs = &params[P_KC], *mcs = &params[P_MC], *ncs = &params[P_NC],
-                     *ths = &params[P_NTHREADS];
-  int nv = nvs->v[0], kc = kcs->v[0], mc = 0, nc = ncs->v[0], threads = 1;
-  for (int i = 0; i < nvs->n; i++)
-    if (mr * nvs->v[i] + nvs->v[i] + 1 <= c.registers && mr * nvs->v[i] * 4 <= c.registers * 3) nv = nvs->v[i];
-  for (int i = 0; i < kcs->n; i++)
-    if ((double)(mr + nv * vl) * kcs->v[i] * sz <= 0.9 * (double)c.l1) kc = kcs->v[i];
-  for (int i = 0; i < mcs->n; i++)
-    if (mcs->v[i] % mr == 0 && (!mc || (long)mcs->v[i] * kc * sz <= c.l2 / 2)) mc = mcs->v[i];
-  for (int i = 0; i < ncs->n; i++)
-    if (ncs->v[i] % (nv * vl) == 0 && (long)kc * ncs->v[i] * sz <= c.l3) nc = ncs->v[i];
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  for (int i = 0; i < ths->n; i++)
-    if (ths->v[i] <= cores) threads = ths->v[i];
-  int n = snprintf(key, cap, "MR=%d,NV=%d,MC=%d,KC=%d,NC=%d,KU=4,PAR=%d,PACKA=1,NTHREADS=%d", mr, nv, mc, kc, nc,
-                   threads > 1, threads);
-  return n > 0 && (size_t)n < cap;
+  ht_gemm_cpu c;
+  if (gemm_cpu_of(p, &c)) return 0;
+  gemm_space_def d;
+  c_space(&d, p, &c);
+  const c_model m = {elem_size(p), c.vec_bytes / elem_size(p), &c};
+  return gemm_pick_from(&d, p, NULL, c_prefs, &m, key, cap);
 }
 
 /* ---- the three specs ---- */
 
-ht_status gemm_generate_c(const ht_gemm_problem *p, const char *dir, char **spec_path) {
-  cpu_limits c;
-  cpu_limits_probe(&c);
-  const int sz = p->type == HT_DTYPE_F64 ? 8 : 4, vl = c.vec_bytes / sz;
-  char name[64], cons[1024];
-  snprintf(name, sizeof name, "gemm_c_%s_%s%s", p->type == HT_DTYPE_F64 ? "f64" : "f32", p->trans_a ? "t" : "n",
-           p->trans_b ? "t" : "n");
-  /* Register tile: MR*NV accumulators + NV vectors of B + one broadcast of A. Micro-panels of A and
-   * B (kc deep) in L1, the packed A block in half of L2 (B's micro-panel streams through the
-   * rest), the B panel in L3. */
-  snprintf(cons, sizeof cons,
-           "[\n    \"MR * NV + NV + 1 <= %d\",\n    \"MC %% MR == 0\",\n    \"NC %% (NV * %d) == 0\",\n"
-           "    \"(MR + NV * %d) * KC * %d <= max(device.local_mem_size, 32768)\",\n"
-           "    \"MC * KC * %d <= %ld\",\n    \"KC * NC * %d <= %ld\",\n"
-           "    \"NTHREADS <= device.max_threads\"\n  ]",
-           c.registers, vl, vl, sz, sz, c.l2 / 2, sz, c.l3);
-  ht_buf par = {0};
-  append_params(&par);
-  if (par.failed) return ht_buf_free(&par), ht_error(HT_ERR_NOMEM, "out of memory");
-  spec_parts s = {name, "gemm_c.c", "gemm", NULL, par.data, cons};
-  ht_status st = write_spec(p, dir, &s, kernel_text, spec_path);
-  ht_buf_free(&par);
+/* HT_ERR_INVALID when no config of d is valid: limits too small for any schedule. */
+static ht_status check_not_empty(const gemm_space_def *d, const ht_gemm_problem *p, const ht_gemm_cpu *c) {
+  ht_space *s;
+  ht_status st = gemm_space_build(d, p, NULL, &s);
+  uint64_t n = 0;
+  if (!st) st = ht_space_count(s, &n);
+  ht_space_destroy(s);
+  if (!st && n == 0)
+    st = ht_error(HT_ERR_INVALID,
+                  "gemm: no schedule fits the CPU (%d-byte vectors, %d registers, L1 %lld, L2 %lld, L3 %lld bytes)",
+                  c->vec_bytes, c->registers, (long long)c->l1, (long long)c->l2, (long long)c->l3);
   return st;
+}
+
+ht_status gemm_generate_c(const ht_gemm_problem *p, const char *dir, char **spec_path) {
+  *spec_path = NULL;
+  ht_gemm_cpu c;
+  ht_status st = gemm_cpu_of(p, &c);
+  gemm_space_def d;
+  if (!st) c_space(&d, p, &c);
+  if (!st) st = check_not_empty(&d, p, &c);
+  if (st) return st;
+  char name[64], defines[64];
+  spec_name(name, sizeof name, "c", p);
+  snprintf(defines, sizeof defines, "#define VBYTES %d\n", c.vec_bytes); /* the constraints' width */
+  spec_parts s = {name, "gemm_c.c", "gemm", NULL, &d, defines};
+  return write_spec(p, dir, &s, kernel_text, spec_path);
 }
 
 const char *ht_gemm_openblas_build(int *avx2_on_avx512) {
@@ -534,29 +575,35 @@ const char *ht_gemm_openblas_build(int *avx2_on_avx512) {
   *avx2_on_avx512 = 0;
   if (!config || !core) return NULL;
   const char *c = core();
-  __builtin_cpu_init();
-  *avx2_on_avx512 = __builtin_cpu_supports("avx512f") && !strcasestr(c, "skylakex") && !strcasestr(c, "cooperlake") &&
+  ht_gemm_cpu cpu;
+  ht_gemm_cpu_probe(&cpu);
+  *avx2_on_avx512 = cpu.vec_bytes == 64 && !strcasestr(c, "skylakex") && !strcasestr(c, "cooperlake") &&
                     !strcasestr(c, "sapphirerapids");
   return config();
 }
 
 /* The source names the OpenBLAS build it will measure, so results taken with other kernels (another
- * OPENBLAS_CORETYPE, another version) are another kernel in the store, never reused for this one. */
+ * OPENBLAS_CORETYPE, another version) are another kernel in the store, never reused for this one.
+ * Thread counts from the most down, so a budget of one or two evaluations measures OpenBLAS as
+ * a user runs it (all cores) first. */
 ht_status gemm_vendor_c(const ht_gemm_problem *p, const char *dir, char **spec_path) {
+  static const gemm_param threads[] = {{"NTHREADS", 9, {256, 128, 64, 32, 16, 8, 4, 2, 1}}};
+  *spec_path = NULL;
+  ht_gemm_cpu c;
+  ht_status st = gemm_cpu_of(p, &c);
+  if (st) return st;
   int weak;
   const char *build = ht_gemm_openblas_build(&weak);
   char *text = ht_strfmt("/* Measures %s */\n%s", build ? build : "the BLAS linked as -lopenblas", vendor_text);
   if (!text) return ht_error(HT_ERR_NOMEM, "out of memory");
   char name[64];
-  snprintf(name, sizeof name, "gemm_openblas_%s_%s%s", p->type == HT_DTYPE_F64 ? "f64" : "f32", p->trans_a ? "t" : "n",
-           p->trans_b ? "t" : "n");
-  spec_parts s = {name,
-                  "gemm_vendor_c.c",
-                  "gemm_vendor",
-                  "-Wl,--no-as-needed -lopenblas", /* before the source: keep it */
-                  "{ \"NTHREADS\": [1, 2, 4, 8, 16, 32, 64, 128, 256] }",
-                  "[\"NTHREADS <= device.max_threads\"]"};
-  ht_status st = write_spec(p, dir, &s, text, spec_path);
+  spec_name(name, sizeof name, "openblas", p);
+  gemm_space_def d;
+  gemm_space_init(&d, threads, 1);
+  gemm_space_add(&d, "NTHREADS <= %d", c.cores);
+  spec_parts s = {name, "gemm_vendor_c.c", "gemm_vendor", "-Wl,--no-as-needed -lopenblas", /* before the source: keep it */
+                  &d, NULL};
+  st = write_spec(p, dir, &s, text, spec_path);
   free(text);
   return st;
 }
@@ -564,8 +611,9 @@ ht_status gemm_vendor_c(const ht_gemm_problem *p, const char *dir, char **spec_p
 /* The C case of gemm_naive (gemm.c dispatches by target): OpenMP's default, all cores. */
 ht_status gemm_naive_c(const ht_gemm_problem *p, const char *dir, char **spec_path) {
   char name[64];
-  snprintf(name, sizeof name, "gemm_naive_c_%s_%s%s", p->type == HT_DTYPE_F64 ? "f64" : "f32", p->trans_a ? "t" : "n",
-           p->trans_b ? "t" : "n");
-  spec_parts s = {name, "gemm_naive_c.c", "gemm_naive", NULL, "{}", "[]"};
+  spec_name(name, sizeof name, "naive_c", p);
+  gemm_space_def d;
+  gemm_space_init(&d, NULL, 0);
+  spec_parts s = {name, "gemm_naive_c.c", "gemm_naive", NULL, &d, NULL};
   return write_spec(p, dir, &s, naive_text, spec_path);
 }

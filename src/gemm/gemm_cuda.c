@@ -270,47 +270,14 @@ static const char cuda_template[] =
  * and ptxas ran out of registers above 64 accumulator words: 4 of 9 sampled FP32 8 x 16 tiles and
  * an FP64 4 x 16 one spilled 16-296 bytes at 254-255 registers (bench_cuda_registers, nvcc 13.0,
  * sm_90), so those tiles need LOCAL 1. */
-static void cuda_space(ht_buf *b, const ht_gemm_problem *p) {
+static void cuda_space(gemm_space_def *d, const ht_gemm_problem *p) {
   const int es = (int)ht_dtype_size(p->type), words = es / 4;
-  ht_buf_append(b,
-                "  \"grid\": [\"ceil_div(N, NWG)\", \"ceil_div(M, MWG)\"],\n"
-                "  \"local\": [\"NWG/WPTN\", \"MWG/WPTM\"],\n"
-                "  \"parameters\": {\n"
-                "    \"MWG\": [16, 32, 64, 128],\n"
-                "    \"WPTM\": [1, 2, 4, 8],\n"
-                "    \"VT\": [1, 2],\n"
-                "    \"NWG\": [32, 64, 128, 256],\n"
-                "    \"WPTN\": [1, 2, 4, 8, 16],\n"
-                "    \"VW\": [1, 2, 4],\n"
-                "    \"KWG\": [16, 32],\n"
-                "    \"UNROLL\": [1, 4],\n"
-                "    \"LOCAL\": [0, 1],\n"
-                "    \"PAD\": [0, 1],\n"
-                "    \"STAGE\": [0, 1]\n"
-                "  },\n"
-                "  \"constraints\": [\n"
-                "    \"NWG >= MWG && NWG <= 4 * MWG\",\n"
-                "    \"MWG % WPTM == 0\",\n"
-                "    \"WPTM % VT == 0\",\n"
-                "    \"NWG % WPTN == 0\",\n"
-                "    \"WPTN >= WPTM && WPTN <= 4 * WPTM && WPTM * WPTN >= 4\",\n"
-                "    \"(MWG/WPTM) * (NWG/WPTN) <= min(device.max_work_group_size, 256)\",\n"
-                "    \"(MWG/WPTM) * (NWG/WPTN) >= 32\",\n"
-                "    \"NWG/WPTN <= device.max_work_item_size_x\",\n"
-                "    \"MWG/WPTM <= device.max_work_item_size_y\",\n"
-                "    \"WPTN % VW == 0\",\n"
-                "    \"MWG % VW == 0\",\n"
-                "    \"(WPTN/VW) % VT == 0\",\n"
-                "    \"KWG % VW == 0\",\n"
-                "    \"KWG % UNROLL == 0\",\n"
-                "    \"LOCAL == 1 || PAD == 0\",\n");
-  ht_buf_appendf(b,
-                 "    \"VW * %d <= 16\",\n"
-                 "    \"LOCAL == 0 || KWG * (MWG + PAD + NWG + PAD * VW) * %d <= device.local_mem_size\",\n"
-                 "    \"(WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d <= 128\",\n"
-                 "    \"LOCAL == 1 || WPTM * WPTN * %d <= 64\",\n"
-                 "    \"(MWG/WPTM) * (NWG/WPTN) * ((WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d + 40) <= 65536\"\n  ],\n",
-                 es, es, words, words, words);
+  gemm_gpu_tile_space(d, 1);
+  gemm_space_add(d, "VW * %d <= 16", es);
+  gemm_space_add(d, "LOCAL == 0 || KWG * (MWG + PAD + NWG + PAD * VW) * %d <= device.local_mem_size", es);
+  gemm_space_add(d, "(WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d <= 128", words);
+  gemm_space_add(d, "LOCAL == 1 || WPTM * WPTN * %d <= 64", words);
+  gemm_space_add(d, "(MWG/WPTM) * (NWG/WPTN) * ((WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d + 40) <= 65536", words);
 }
 
 void gemm_cuda_h100_limits(ht_device_info *info) {
@@ -351,12 +318,27 @@ ht_status gemm_cuda_compile_config(const ht_spec *spec, ht_space *space, const h
  * accumulating an 8 x 8 tile of a 128 x 128 block (64 FMAs per 16 shared-memory loads), 16-deep
  * shared panels filled with 16-byte loads, fragments staged in registers. FP64 halves the rows per
  * thread (4 x 8 of a 64 x 128 block, 8-byte-pair loads) to stay under the space's register bound.
- * Valid in the space with any GPU that allows 256 threads and 24 KiB of shared memory per block. */
+ * The model's choice is the valid config nearest to it (log2 distance per parameter, the
+ * parameters in this order of importance): the rule itself on any GPU that allows 256 threads
+ * and 24 KiB of shared memory per block, the next best on a smaller one. */
+enum { C_MWG, C_WPTM, C_VT, C_NWG, C_WPTN, C_VW, C_KWG, C_UNROLL, C_LOCAL, C_PAD, C_STAGE };
+static const int cuda_rank[] = {C_LOCAL, C_STAGE, C_WPTM, C_WPTN, C_MWG, C_NWG, C_VW, C_KWG, C_UNROLL, C_VT, C_PAD};
+
+static void cuda_prefs(const ht_value *v, const void *ctx, int64_t *k) {
+  const int *target = ctx;
+  for (int i = 0; i < GEMM_GPU_N_PARAMS; i++) k[i] = -gemm_log2_distance(v[cuda_rank[i]].u.i, target[cuda_rank[i]]);
+}
+
 int gemm_model_config_cuda(const ht_gemm_problem *p, char *key, size_t cap) {
   const int f64 = p->type == HT_DTYPE_F64;
-  int n = snprintf(key, cap, "MWG=%d,WPTM=%d,VT=1,NWG=128,WPTN=8,VW=%d,KWG=16,UNROLL=4,LOCAL=1,PAD=0,STAGE=1",
-                   f64 ? 64 : 128, f64 ? 4 : 8, f64 ? 2 : 4);
-  return n > 0 && (size_t)n < cap;
+  const int target[GEMM_GPU_N_PARAMS] = {[C_MWG] = f64 ? 64 : 128, [C_WPTM] = f64 ? 4 : 8, [C_VT] = 1, [C_NWG] = 128,
+                                         [C_WPTN] = 8, [C_VW] = f64 ? 2 : 4, [C_KWG] = 16, [C_UNROLL] = 4,
+                                         [C_LOCAL] = 1, [C_PAD] = 0, [C_STAGE] = 1};
+  ht_device_info h100;
+  gemm_cuda_h100_limits(&h100);
+  gemm_space_def d;
+  cuda_space(&d, p);
+  return gemm_pick_from(&d, p, p->gpu ? p->gpu : &h100, cuda_prefs, target, key, cap);
 }
 
 ht_status gemm_generate_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path) {
@@ -366,7 +348,10 @@ ht_status gemm_generate_cuda(const ht_gemm_problem *p, const char *dir, char **s
   gemm_gpu_problem_header(&src, p, 0);
   ht_buf_append(&src, cuda_template);
   gemm_gpu_spec_begin(&spec, p, "gemm_cuda", "cuda", "gemm_cuda.cu", "gemm");
-  cuda_space(&spec, p);
+  gemm_space_def d;
+  cuda_space(&d, p);
+  ht_buf_append(&spec, GEMM_GPU_TILE_GEOMETRY);
+  gemm_space_json(&spec, &d);
   gemm_gpu_spec_end(&spec, p);
   return gemm_gpu_write_spec(p, dir, "gemm_cuda.cu", &src, "gemm_cuda.json", &spec, spec_path);
 }

@@ -5,6 +5,46 @@
 #include "hetune/gemm.h"
 #include "hetune/hetune.h" /* spec, space, ptx */
 
+/* ---- search spaces as data (gemm_space.c) ----
+ * Each generator's space is a table of parameters and a list of constraints, written into the
+ * spec and built into an in-memory space from the same data; the model config is picked there. */
+enum { GEMM_MAX_VALUES = 12, GEMM_MAX_CONS = 24, GEMM_MAX_KEYS = 12 };
+typedef struct gemm_param {
+  const char *name;
+  int n;
+  int v[GEMM_MAX_VALUES];
+} gemm_param;
+typedef struct gemm_space_def {
+  const gemm_param *params;
+  int n_params, n_cons;
+  int overflow; /* a constraint did not fit: building fails */
+  char cons[GEMM_MAX_CONS][192];
+} gemm_space_def;
+void gemm_space_init(gemm_space_def *d, const gemm_param *params, int n_params);
+/* Appends a constraint, printf-style: numbers of the target's limits are written in. */
+void gemm_space_add(gemm_space_def *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The spec's "parameters" and "constraints" lines. */
+void gemm_space_json(ht_buf *b, const gemm_space_def *d);
+/* The space as ht_spec_build_space builds it from the spec: the sizes M, N, K and, with dev, the
+ * device.* constants. */
+ht_status gemm_space_build(const gemm_space_def *d, const ht_gemm_problem *p, const ht_device_info *dev,
+                           ht_space **out);
+/* A model's preferences: fills up to GEMM_MAX_KEYS keys (the rest are 0) for a config's values
+ * (in parameter order); the valid config with the lexicographically largest keys is its choice. */
+typedef void (*gemm_pref_fn)(const ht_value *v, const void *ctx, int64_t *keys);
+/* Writes the preferred valid config of s as "A=1,B=2" into key: 1, or 0 when the space is empty or
+ * key too small. gemm_pick_from builds the space of d first. */
+int gemm_space_pick(ht_space *s, gemm_pref_fn pref, const void *ctx, char *key, size_t cap);
+int gemm_pick_from(const gemm_space_def *d, const ht_gemm_problem *p, const ht_device_info *dev, gemm_pref_fn pref,
+                   const void *ctx, char *key, size_t cap);
+/* |log2 v - log2 target| for positive values (|v - target| otherwise): how far a value is from a
+ * model's target, for preferences. */
+int64_t gemm_log2_distance(int64_t v, int64_t target);
+
+/* p's CPU for the C generator: p->cpu checked (HT_ERR_INVALID naming the bad field), or this
+ * machine's. */
+ht_status gemm_cpu_of(const ht_gemm_problem *p, ht_gemm_cpu *c);
+
 /* Each writes its spec + source into dir (existing) and returns the spec path (malloc'ed). */
 ht_status gemm_generate_c(const ht_gemm_problem *p, const char *dir, char **spec_path);
 ht_status gemm_generate_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path);
@@ -28,6 +68,12 @@ ht_status gemm_naive_opencl(const ht_gemm_problem *p, const char *dir, char **sp
 ht_status gemm_naive_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path);
 
 /* Shared by the GPU generators (defined in gemm_opencl.c). */
+/* The tiled kernel's launch lines and its space's parameters and device-independent constraints
+ * (cuda: CUDA's vector widths); each generator adds its memory and register bounds. */
+#define GEMM_GPU_TILE_GEOMETRY \
+  "  \"grid\": [\"ceil_div(N, NWG)\", \"ceil_div(M, MWG)\"],\n  \"local\": [\"NWG/WPTN\", \"MWG/WPTM\"],\n"
+enum { GEMM_GPU_N_PARAMS = 11 };
+void gemm_gpu_tile_space(gemm_space_def *d, int cuda);
 #define GEMM_GPU_REF_SOURCE "gemm_ref_gpu.c"
 /* Sizes >= 1 and 32-bit, float or double, finite alpha/beta, non-NULL arguments. */
 ht_status gemm_gpu_check(const ht_gemm_problem *p, const char *dir, char **spec_path);

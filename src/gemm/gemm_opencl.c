@@ -421,46 +421,45 @@ static const char ocl_template[] =
     "  }\n"
     "}\n";
 
-/* The space. Parameters are bound in this order, so the constraints prune early. The register
- * estimate counts 32-bit words: accumulators plus the staged fragments. */
-static void ocl_space(ht_buf *b, const ht_gemm_problem *p) {
+/* The GPU schedule's parameters: OpenCL's vectors go up to 8 elements, CUDA's to 16 bytes. Bound
+ * in this order, so the constraints prune early. */
+static const gemm_param gpu_params[] = {
+    {"MWG", 4, {16, 32, 64, 128}}, {"WPTM", 4, {1, 2, 4, 8}}, {"VT", 2, {1, 2}}, {"NWG", 4, {32, 64, 128, 256}},
+    {"WPTN", 5, {1, 2, 4, 8, 16}}, {"VW", 4, {1, 2, 4, 8}},   {"KWG", 2, {16, 32}}, {"UNROLL", 2, {1, 4}},
+    {"LOCAL", 2, {0, 1}},          {"PAD", 2, {0, 1}},        {"STAGE", 2, {0, 1}}};
+static const gemm_param cuda_params[] = {
+    {"MWG", 4, {16, 32, 64, 128}}, {"WPTM", 4, {1, 2, 4, 8}}, {"VT", 2, {1, 2}}, {"NWG", 4, {32, 64, 128, 256}},
+    {"WPTN", 5, {1, 2, 4, 8, 16}}, {"VW", 3, {1, 2, 4}},      {"KWG", 2, {16, 32}}, {"UNROLL", 2, {1, 4}},
+    {"LOCAL", 2, {0, 1}},          {"PAD", 2, {0, 1}},        {"STAGE", 2, {0, 1}}};
+
+void gemm_gpu_tile_space(gemm_space_def *d, int cuda) {
+  gemm_space_init(d, cuda ? cuda_params : gpu_params, GEMM_GPU_N_PARAMS);
+  static const char *const shared[] = {
+      "NWG >= MWG && NWG <= 4 * MWG",
+      "MWG % WPTM == 0",
+      "WPTM % VT == 0",
+      "NWG % WPTN == 0",
+      "WPTN >= WPTM && WPTN <= 4 * WPTM && WPTM * WPTN >= 4",
+      "(MWG/WPTM) * (NWG/WPTN) <= min(device.max_work_group_size, 256)",
+      "(MWG/WPTM) * (NWG/WPTN) >= 32",
+      "NWG/WPTN <= device.max_work_item_size_x",
+      "MWG/WPTM <= device.max_work_item_size_y",
+      "WPTN % VW == 0",
+      "MWG % VW == 0",
+      "(WPTN/VW) % VT == 0",
+      "KWG % VW == 0",
+      "KWG % UNROLL == 0",
+      "LOCAL == 1 || PAD == 0"};
+  for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) gemm_space_add(d, "%s", shared[i]);
+}
+
+/* The OpenCL space: the shared one, local memory as the device reports it, and a register estimate
+ * in 32-bit words (accumulators plus the staged fragments). */
+static void ocl_space(gemm_space_def *d, const ht_gemm_problem *p) {
   const int es = (int)ht_dtype_size(p->type), words = es / 4;
-  ht_buf_append(b,
-                "  \"grid\": [\"ceil_div(N, NWG)\", \"ceil_div(M, MWG)\"],\n"
-                "  \"local\": [\"NWG/WPTN\", \"MWG/WPTM\"],\n"
-                "  \"parameters\": {\n"
-                "    \"MWG\": [16, 32, 64, 128],\n"
-                "    \"WPTM\": [1, 2, 4, 8],\n"
-                "    \"VT\": [1, 2],\n"
-                "    \"NWG\": [32, 64, 128, 256],\n"
-                "    \"WPTN\": [1, 2, 4, 8, 16],\n"
-                "    \"VW\": [1, 2, 4, 8],\n"
-                "    \"KWG\": [16, 32],\n"
-                "    \"UNROLL\": [1, 4],\n"
-                "    \"LOCAL\": [0, 1],\n"
-                "    \"PAD\": [0, 1],\n"
-                "    \"STAGE\": [0, 1]\n"
-                "  },\n"
-                "  \"constraints\": [\n"
-                "    \"NWG >= MWG && NWG <= 4 * MWG\",\n"
-                "    \"MWG % WPTM == 0\",\n"
-                "    \"WPTM % VT == 0\",\n"
-                "    \"NWG % WPTN == 0\",\n"
-                "    \"WPTN >= WPTM && WPTN <= 4 * WPTM && WPTM * WPTN >= 4\",\n"
-                "    \"(MWG/WPTM) * (NWG/WPTN) <= min(device.max_work_group_size, 256)\",\n"
-                "    \"(MWG/WPTM) * (NWG/WPTN) >= 32\",\n"
-                "    \"NWG/WPTN <= device.max_work_item_size_x\",\n"
-                "    \"MWG/WPTM <= device.max_work_item_size_y\",\n"
-                "    \"WPTN % VW == 0\",\n"
-                "    \"MWG % VW == 0\",\n"
-                "    \"(WPTN/VW) % VT == 0\",\n"
-                "    \"KWG % VW == 0\",\n"
-                "    \"KWG % UNROLL == 0\",\n"
-                "    \"LOCAL == 1 || PAD == 0\",\n");
-  ht_buf_appendf(b,
-                 "    \"LOCAL == 0 || KWG * (MWG + PAD + NWG + PAD * VW) * %d <= device.local_mem_size\",\n"
-                 "    \"(WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d <= 256\"\n  ],\n",
-                 es, words);
+  gemm_gpu_tile_space(d, 0);
+  gemm_space_add(d, "LOCAL == 0 || KWG * (MWG + PAD + NWG + PAD * VW) * %d <= device.local_mem_size", es);
+  gemm_space_add(d, "(WPTM * WPTN + STAGE * (WPTM + WPTN)) * %d <= 256", words);
 }
 
 ht_status gemm_generate_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path) {
@@ -470,7 +469,10 @@ ht_status gemm_generate_opencl(const ht_gemm_problem *p, const char *dir, char *
   gemm_gpu_problem_header(&src, p, 1);
   ht_buf_append(&src, ocl_template);
   gemm_gpu_spec_begin(&spec, p, "gemm_opencl", "opencl", "gemm_opencl.cl", "gemm");
-  ocl_space(&spec, p);
+  gemm_space_def d;
+  ocl_space(&d, p);
+  ht_buf_append(&spec, GEMM_GPU_TILE_GEOMETRY);
+  gemm_space_json(&spec, &d);
   gemm_gpu_spec_end(&spec, p);
   return gemm_gpu_write_spec(p, dir, "gemm_opencl.cl", &src, "gemm_opencl.json", &spec, spec_path);
 }
@@ -496,7 +498,9 @@ static const char ocl_naive[] =
     "}\n";
 
 /* The naive kernel's spec and source for OpenCL or CUDA: one work-item per element of C, the
- * work-group shape (TX, TY) its only parameters. geometry is the spec's launch lines. */
+ * work-group shape (TX, TY) its only parameters. geometry is the spec's launch lines. The common
+ * shapes come first (32 x 8, then 32 x 16, 16 x 8, ...), so a budget of a few evaluations, taken
+ * in order, measures the shapes a textbook launch would use. */
 ht_status gemm_gpu_naive(const ht_gemm_problem *p, const char *dir, int opencl, const char *kernel,
                          const char *geometry, char **spec_path) {
   ht_status st = gemm_gpu_check(p, dir, spec_path);
@@ -512,8 +516,8 @@ ht_status gemm_gpu_naive(const ht_gemm_problem *p, const char *dir, int opencl, 
   ht_buf_append(&spec, geometry);
   ht_buf_append(&spec,
                 "  \"parameters\": {\n"
-                "    \"TX\": [1, 2, 4, 8, 16, 32, 64, 128, 256],\n"
-                "    \"TY\": [1, 2, 4, 8, 16, 32]\n"
+                "    \"TX\": [32, 16, 64, 128, 256, 8, 4, 2, 1],\n"
+                "    \"TY\": [8, 16, 4, 2, 1, 32]\n"
                 "  },\n"
                 "  \"constraints\": [\n"
                 "    \"TX * TY <= device.max_work_group_size\",\n"

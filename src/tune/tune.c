@@ -40,7 +40,8 @@ typedef struct tune_ctx {
 
 static ht_status register_run(tune_ctx *c) {
   const ht_spec *s = c->spec;
-  ht_status st = ht_store_put_device(c->store, ht_runner_device(c->runner), &c->key.device_id);
+  const ht_device_info *dev = c->opt->store_device ? c->opt->store_device : ht_runner_device(c->runner);
+  ht_status st = ht_store_put_device(c->store, dev, &c->key.device_id);
   char *space_json = st ? NULL : ht_spec_space_json(s);
   if (!st) st = ht_store_put_kernel(c->store, s->name, ht_language_name(s->kernel.lang), s->source_hash, s->path,
                                     space_json ? space_json : "{}", &c->key.kernel_id);
@@ -255,6 +256,7 @@ ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *store, c
   if (!st) {
     out->device = *ht_runner_device(c.runner);
     st = ht_spec_build_space(spec, &out->device, &c.space);
+    if (opt->store_device) out->device = *opt->store_device;
   }
   if (!st) st = ht_space_size(c.space, HT_SPACE_COUNT_STEPS, &out->space_size, &out->space_size_exact);
   c.progress.space_size = out->space_size;
