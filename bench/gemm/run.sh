@@ -16,7 +16,8 @@
 # evaluations where it can be tuned, CLBlast), RESULTS (the results file; it is started afresh),
 # RESNET_IDS (which of the 20 ResNet GEMMs, e.g. "1 2 3"; default all).
 # BLAS_CORETYPE: the OpenBLAS kernels to measure, passed as OPENBLAS_CORETYPE (overriding the
-# environment's: this workplace sets Haswell, about half OpenBLAS's AVX-512 speed here). Default:
+# environment's, which may name older kernels than the CPU runs: Haswell's run at about half the
+# AVX-512 speed on an AVX-512 CPU). Default:
 # SkylakeX on a CPU with AVX-512, so the baseline is OpenBLAS at its best even where its
 # DYNAMIC_ARCH does not know the CPU; "auto" leaves the choice to OpenBLAS. The header names the build.
 set -eu
