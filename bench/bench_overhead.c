@@ -25,8 +25,8 @@ static int per_rep(const char *device, ht_language lang, const char *file) {
   ht_buffer *buf;
   if (dev->ops->compile(dev, &src, &defs, &prog, &info) || dev->ops->buffer_new(dev, 64, &buf))
     return fprintf(stderr, "%s\n", ht_last_error()), 1;
-  ht_arg arg = {1, buf, HT_DTYPE_F32, {0}};
-  ht_launch l = {1, {1, 1, 1}, {1, 1, 1}, 1, &arg};
+  ht_arg arg = {.is_buffer = 1, .buf = buf, .type = HT_DTYPE_F32};
+  ht_launch l = {.dims = 1, .global = {1, 1, 1}, .local = {1, 1, 1}, .n_args = 1, .args = &arg};
   static double wall[REPS], kern[REPS], over[REPS];
   for (int i = 0; i < REPS; i++) {
     double t0 = ht_now();

@@ -72,15 +72,35 @@ typedef struct ht_arg {
   ht_buffer *buf; /* when is_buffer */
   ht_dtype type;  /* scalar type, or element type of the buffer */
   ht_value value; /* scalar value, converted to type at launch */
+  /* The stop flag of cooperative cancellation (type HT_DTYPE_I32, no buffer): the backend passes a
+   * pointer to a 32-bit flag that is 0 while the kernel may go on and becomes nonzero when
+   * ht_device_cancel is called. The kernel polls it and returns early. C: `volatile int32_t *`;
+   * OpenCL: `__global volatile int *`; CUDA: `volatile int *` (host-mapped memory). */
+  int is_stop_flag;
 } ht_arg;
 
 typedef struct ht_launch {
   int dims;          /* 1..3 */
   size_t global[3];  /* total work-items per dimension (a multiple of local) */
   size_t local[3];   /* work-group / block size; all 0 = let the runtime choose (OpenCL only) */
+  size_t offset[3];  /* global work offset: ids start here (HT_CAP_OFFSET); all 0 when unused */
   int n_args;
   const ht_arg *args;
+  double work_flops, work_bytes; /* what the launch computes and moves (0: unknown): a simulated
+                                  * device's time comes from them */
 } ht_launch;
+
+/* What a backend can do besides compiling and running synchronously (ht_backend_ops.caps). A
+ * call that needs a capability the backend lacks returns HT_ERR_UNSUPPORTED, never crashes. */
+enum {
+  HT_CAP_ASYNC = 1u << 0,     /* launch_async returns while the kernel runs */
+  HT_CAP_OFFSET = 1u << 1,    /* ht_launch.offset is honoured */
+  HT_CAP_CANCEL = 1u << 2,    /* cancel raises the stop flag of a launch in flight */
+  HT_CAP_VIEWS = 1u << 3,     /* buffer_view gives sub-ranges usable as kernel arguments */
+  HT_CAP_SIMULATED = 1u << 4, /* times are modelled, not measured (the sim backend) */
+};
+
+typedef struct ht_event ht_event; /* one launch in flight; backend-defined */
 
 typedef struct ht_device ht_device;
 
@@ -104,6 +124,22 @@ typedef struct ht_backend_ops {
   ht_status (*buffer_write)(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds);
   ht_status (*buffer_read)(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds);
   void (*buffer_free)(ht_device *dev, ht_buffer *b);
+  /* ---- optional (NULL when absent; the ht_device_* wrappers below fall back or say so) ---- */
+  unsigned caps; /* HT_CAP_* */
+  /* Starts the kernel and returns; *out is waited for (or polled) exactly once. */
+  ht_status (*launch_async)(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out);
+  /* Waits for the launch, frees the event; *kernel_s as launch gives it. */
+  ht_status (*wait)(ht_device *dev, ht_event *e, double *kernel_s);
+  int (*poll)(ht_device *dev, ht_event *e); /* 1: finished (wait returns at once), 0: running */
+  ht_status (*cancel)(ht_device *dev, ht_event *e); /* raises the launch's stop flag; wait still follows */
+  /* bytes at byte offset of buffer b, as a buffer of its own (freed with buffer_free, before b);
+   * HT_ERR_UNSUPPORTED when this offset cannot be one (OpenCL's base-address alignment). */
+  ht_status (*buffer_view)(ht_device *dev, ht_buffer *b, size_t offset, size_t bytes, ht_buffer **out);
+  /* Copies between host memory and bytes at byte offset of b. */
+  ht_status (*buffer_write_at)(ht_device *dev, ht_buffer *b, size_t offset, const void *host, size_t bytes,
+                               double *seconds);
+  ht_status (*buffer_read_at)(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes,
+                              double *seconds);
 } ht_backend_ops;
 
 /* An open device: the public handle every backend call goes through. */
@@ -126,6 +162,16 @@ void ht_device_close(ht_device *dev);
 /* Probes every backend; infos malloc'ed (caller frees). notes (optional) gets one line per backend
  * that could not run, e.g. "cuda: libcuda.so.1 not found". */
 ht_status ht_device_list(ht_device_info **infos, int *n, ht_buf *notes);
+
+/* The device's HT_CAP_* bits. */
+unsigned ht_device_caps(const ht_device *dev);
+/* Launches without waiting where the backend can (HT_CAP_ASYNC); elsewhere runs the kernel to the
+ * end first, so the wait that must follow returns at once. */
+ht_status ht_device_launch_async(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out);
+ht_status ht_device_wait(ht_device *dev, ht_event *e, double *kernel_s);
+int ht_device_poll(ht_device *dev, ht_event *e);
+/* Raises the stop flag of a launch in flight (HT_ERR_UNSUPPORTED without HT_CAP_CANCEL). */
+ht_status ht_device_cancel(ht_device *dev, ht_event *e);
 
 #ifdef __cplusplus
 }

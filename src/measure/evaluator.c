@@ -42,7 +42,8 @@ const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->
 
 static int eval_geometry(const ht_spec_kernel *k, const ht_value *vars, ht_launch *l, char *msg, size_t len) {
   l->dims = k->dims;
-  for (int d = 0; d < 3; d++) l->global[d] = l->local[d] = 0;
+  for (int d = 0; d < 3; d++) l->global[d] = l->local[d] = l->offset[d] = 0;
+  l->work_flops = l->work_bytes = 0;
   for (int d = 0; d < k->dims; d++) {
     int64_t g = 0, lo = k->lang == HT_LANG_CUDA ? 1 : 0;
     if (ht_expr_eval_int(k->global[d], vars, &g) || (k->local[d] && ht_expr_eval_int(k->local[d], vars, &lo))) {
