@@ -2,6 +2,7 @@
 #ifndef HETUNE_H
 #define HETUNE_H
 #include "hetune/core.h"
+#include "hetune/options.h"
 #include "hetune/expr.h"
 #include "hetune/space.h"
 #include "hetune/device.h"

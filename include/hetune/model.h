@@ -10,7 +10,8 @@
 #include "hetune/device.h"
 #include "hetune/spec.h"
 #include "hetune/store.h"
-#include "hetune/tune.h" /* ht_options */
+#include "hetune/measure.h" /* ht_bandwidth_curve */
+#include "hetune/options.h"
 
 #ifdef __cplusplus
 extern "C" {

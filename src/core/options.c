@@ -1,4 +1,4 @@
-/* Strategy options: "key=value,key=value".
+/* Options of strategies, model kinds and other parts: "key=value,key=value".
  * The typed getters fall back to the default on a missing key; a value they cannot read whole
  * (k=abc, k=3x) is remembered, and ht_options_check reports it with the unread keys, so a typo
  * fails the run instead of silently becoming 0. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hetune/tune.h"
+#include "hetune/options.h"
 
 #define MAX_OPTIONS 32
 
