@@ -96,7 +96,7 @@ typedef struct ht_spec_defines {
   int n;
   const char *names[HT_MAX_PARAMS + 96];
   const char *values[HT_MAX_PARAMS + 96];
-  char text[HT_MAX_PARAMS + 96][64];
+  char text[HT_MAX_PARAMS + 96][64]; /* numbers formatted; string values point into the spec */
 } ht_spec_defines;
 void ht_spec_defines_fill(const ht_spec *s, const ht_spec_kernel *k, const ht_value *vars, int with_params,
                           ht_spec_defines *d);

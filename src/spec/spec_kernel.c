@@ -416,9 +416,14 @@ void ht_spec_defines_fill(const ht_spec *s, const ht_spec_kernel *k, const ht_va
   }
   int from = with_params ? 0 : s->first_size, to = s->size_defines ? s->first_device : s->first_size;
   for (int i = from; i < to && d->n < cap; i++) {
-    ht_value_format(vars[i], d->text[d->n], sizeof d->text[0]);
+    /* a string value is passed whole (the spec owns it): cut to a buffer, two configs would
+     * compile to the same binary */
+    if (vars[i].kind == HT_VAL_STR) d->values[d->n] = vars[i].u.s;
+    else {
+      ht_value_format(vars[i], d->text[d->n], sizeof d->text[0]);
+      d->values[d->n] = d->text[d->n];
+    }
     d->names[d->n] = s->names[i];
-    d->values[d->n] = d->text[d->n];
     d->n++;
   }
 }
