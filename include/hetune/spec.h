@@ -20,6 +20,7 @@ typedef enum ht_access { HT_ACCESS_READ = 1, HT_ACCESS_WRITE = 2, HT_ACCESS_READ
 typedef struct ht_spec_arg {
   char *name;
   int is_buffer;
+  int is_stop_flag; /* "stop": true: the cancellation flag the kernel polls (no buffer, no value) */
   ht_dtype type;
   ht_expr *length; /* buffers: elements, an expression of sizes */
   ht_expr *value;  /* scalars: expression of sizes and parameters */

@@ -73,7 +73,9 @@ static int build_args(const ht_spec *s, arg_data *data, const ht_value *vars, ht
     const ht_spec_arg *a = &s->args[i];
     memset(&args[i], 0, sizeof args[i]);
     args[i].type = a->type;
-    if (a->is_buffer) {
+    if (a->is_stop_flag) {
+      args[i].is_stop_flag = 1; /* the backend passes the flag */
+    } else if (a->is_buffer) {
       args[i].is_buffer = 1;
       args[i].buf = data[i].buf;
     } else if (ht_expr_eval(a->value, vars, &args[i].value)) {

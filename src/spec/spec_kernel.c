@@ -267,8 +267,25 @@ static ht_status check_scalar_keys(spec_ctx *c, json_t *arg, const char *name) {
   return HT_OK;
 }
 
+/* "stop": true: the flag of cooperative cancellation, an int32 the runtime owns and the kernel polls;
+ * it has no length, value, access or initial contents. */
+static ht_status parse_stop_flag(spec_ctx *c, json_t *arg, json_t *stop, const char *name, ht_spec_arg *a) {
+  if (!json_is_true(stop))
+    return spec_fail_at(c, spec_text_member(c->obj, "stop", 0), HT_ERR_INVALID,
+                        "arguments.%s.stop: expected true (the argument is the stop flag)", name);
+  if (a->type != HT_DTYPE_I32)
+    return spec_fail(c, "type", NULL, HT_ERR_INVALID, "arguments.%s: the stop flag's type is int32", name);
+  static const char *const others[] = {"buffer", "value", "access", "init"};
+  for (int i = 0; i < 4; i++)
+    if (json_object_get(arg, others[i]))
+      return spec_fail_at(c, spec_text_member(c->obj, others[i], 0), HT_ERR_INVALID,
+                          "arguments.%s: the stop flag has no \"%s\"", name, others[i]);
+  a->is_stop_flag = 1;
+  return HT_OK;
+}
+
 static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i, ht_spec_arg *a) {
-  static const char *const keys[] = {"name", "type", "buffer", "value", "init", "access", NULL};
+  static const char *const keys[] = {"name", "type", "buffer", "value", "init", "access", "stop", NULL};
   ht_spec *s = c->spec;
   const char *name, *type;
   char field[128];
@@ -285,6 +302,8 @@ static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i, ht_spec_arg *a) {
     return spec_fail(c, "type", type, HT_ERR_INVALID, "arguments.%s.type: unknown type \"%s\" (expected float, "
                      "double, int32, uint32, int64, uint64, int8 or uint8)", name, type);
   json_t *len = json_object_get(arg, "buffer"), *val = json_object_get(arg, "value");
+  json_t *stop = json_object_get(arg, "stop");
+  if (stop) return parse_stop_flag(c, arg, stop, name, a);
   if ((len != NULL) == (val != NULL))
     return spec_fail_at(c, c->obj, HT_ERR_INVALID,
                         "arguments.%s: give either \"buffer\" (a length) or \"value\" (a scalar)", name);

@@ -49,8 +49,9 @@ static void appendix(const ht_spec *s, const char *entry, ht_buf *b) {
   ht_buf params = {0};
   for (int i = 0; i < s->n_args; i++) {
     const ht_spec_arg *a = &s->args[i];
-    const char *q = a->is_buffer && !(a->access & HT_ACCESS_WRITE) ? "const " : "";
-    ht_buf_appendf(&params, "%s%s%s%s", i ? ", " : "", q, c_type(a->type), a->is_buffer ? " *" : "");
+    const char *q = a->is_stop_flag ? "volatile " : a->is_buffer && !(a->access & HT_ACCESS_WRITE) ? "const " : "";
+    ht_buf_appendf(&params, "%s%s%s%s", i ? ", " : "", q, c_type(a->type),
+                   a->is_buffer || a->is_stop_flag ? " *" : "");
   }
   const char *p = params.data ? params.data : "void";
   ht_buf_appendf(b, "static void (*const hetune_kernel_type)(%s) __attribute__((unused)) = %s;\n", p, entry);
@@ -64,9 +65,9 @@ static void spec_declaration(const ht_spec *s, const char *entry, char *out, siz
   int n = snprintf(out, len, "void %s(", entry);
   for (int i = 0; i < s->n_args && n > 0 && (size_t)n < len; i++) {
     const ht_spec_arg *a = &s->args[i];
-    const char *q = a->is_buffer && !(a->access & HT_ACCESS_WRITE) ? "const " : "";
+    const char *q = a->is_stop_flag ? "volatile " : a->is_buffer && !(a->access & HT_ACCESS_WRITE) ? "const " : "";
     n += snprintf(out + n, len - (size_t)n, "%s%s%s %s%s", i ? ", " : "", q, ht_dtype_name(a->type),
-                  a->is_buffer ? "*" : "", a->name);
+                  a->is_buffer || a->is_stop_flag ? "*" : "", a->name);
   }
   if (n > 0 && (size_t)n < len) snprintf(out + n, len - (size_t)n, ")");
 }
@@ -199,7 +200,7 @@ static int param_matches(const ht_spec_arg *a, const char *kernel_param) {
   char got[64];
   canonical(kernel_param, got, sizeof got);
   const char *want = expected(a->type), *g = got;
-  if (a->is_buffer) {
+  if (a->is_buffer || a->is_stop_flag) {
     if (*g++ != '*') return 0;
     if (strcmp(g, "void") == 0) return 1; /* void *: any buffer */
   }
@@ -272,7 +273,8 @@ static ht_status explain(spec_ctx *c, const ht_spec_kernel *k, const conflict *c
                         s->args[i].name, who, n, s->n_args);
   return spec_fail_at(c, spec_text_element(args, (size_t)i), HT_ERR_INVALID,
                       "arguments[%d] \"%s\": the spec's %s %s does not match parameter %d of %s, '%s'", i,
-                      s->args[i].name, ht_dtype_name(s->args[i].type), s->args[i].is_buffer ? "buffer" : "scalar",
+                      s->args[i].name, ht_dtype_name(s->args[i].type),
+                      s->args[i].is_stop_flag ? "stop flag (volatile int32_t *)" : s->args[i].is_buffer ? "buffer" : "scalar",
                       i + 1, who, params[i]);
 }
 
