@@ -1,0 +1,339 @@
+/* The execution layer (include/hetune/exec.h): variants run in this process on the caller's
+ * buffers. One ht_exec is one device with a "busy" flag, so one call runs at a time on it while
+ * calls on other devices go on; the flag (not a mutex) lets ht_run_wait come from another thread
+ * than ht_variant_start. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+enum { MAX_PROGRAMS = 4 }; /* sizes compiled in (size_defines) make one program per size */
+
+struct ht_exec {
+  ht_device *dev;
+  int owned;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int busy;
+};
+
+typedef struct program_slot {
+  uint64_t key; /* the defines' hash */
+  ht_program *prog;
+} program_slot;
+
+struct ht_variant {
+  ht_exec *ex;
+  const ht_spec *spec;
+  const ht_spec_kernel *k; /* the kernel, or the C reference on a simulated device */
+  ht_value *vars;          /* the spec's variable table: config, sizes, device constants */
+  ht_buffer **bufs;        /* per argument, kept across calls */
+  size_t *caps;            /* their bytes */
+  program_slot progs[MAX_PROGRAMS];
+  int n_progs, next_evict;
+};
+
+struct ht_run {
+  ht_variant *v;
+  ht_event *ev;
+  ht_host_arg *args;
+  size_t *len; /* elements of each buffer at this call's sizes */
+  ht_arg *largs;
+  ht_launch launch;
+  double t0, h2d;
+  int cancelled;
+};
+
+/* ---- devices ---- */
+
+static ht_status exec_new(ht_device *dev, int owned, ht_exec **out) {
+  ht_exec *ex = calloc(1, sizeof *ex);
+  if (!ex) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ex->dev = dev;
+  ex->owned = owned;
+  pthread_mutex_init(&ex->mu, NULL);
+  pthread_cond_init(&ex->cv, NULL);
+  *out = ex;
+  return HT_OK;
+}
+
+ht_status ht_exec_open(const char *device_id, ht_exec **out) {
+  if (!out) return ht_error(HT_ERR_INVALID, "ht_exec_open: out is NULL");
+  *out = NULL;
+  ht_device *dev;
+  ht_status st = ht_device_open(device_id, &dev);
+  if (!st && (st = exec_new(dev, 1, out))) ht_device_close(dev);
+  return st;
+}
+
+ht_status ht_exec_wrap(ht_device *dev, ht_exec **out) {
+  if (!dev || !out) return ht_error(HT_ERR_INVALID, "ht_exec_wrap: bad arguments");
+  return exec_new(dev, 0, out);
+}
+
+void ht_exec_close(ht_exec *ex) {
+  if (!ex) return;
+  if (ex->owned) ht_device_close(ex->dev);
+  pthread_mutex_destroy(&ex->mu);
+  pthread_cond_destroy(&ex->cv);
+  free(ex);
+}
+
+ht_device *ht_exec_device(ht_exec *ex) { return ex ? ex->dev : NULL; }
+
+static void acquire(ht_exec *ex) {
+  pthread_mutex_lock(&ex->mu);
+  while (ex->busy) pthread_cond_wait(&ex->cv, &ex->mu);
+  ex->busy = 1;
+  pthread_mutex_unlock(&ex->mu);
+}
+
+static void release(ht_exec *ex) {
+  pthread_mutex_lock(&ex->mu);
+  ex->busy = 0;
+  pthread_cond_signal(&ex->cv);
+  pthread_mutex_unlock(&ex->mu);
+}
+
+/* ---- variants ---- */
+
+/* Binds config text into vars; the config must satisfy the constraints on this device. */
+static ht_status bind_config(const ht_spec *spec, const ht_device_info *info, const char *config, ht_value *vars) {
+  ht_space *space = NULL;
+  ht_config cfg;
+  ht_status st = ht_spec_build_space(spec, info, &space);
+  if (!st) st = ht_config_parse(space, config ? config : "", &cfg);
+  if (!st && !ht_space_is_valid(space, &cfg))
+    st = ht_error(HT_ERR_INVALID, "%s: config %s breaks a constraint on %s", spec->name, config, info->id);
+  if (!st) ht_spec_bind(spec, space, &cfg, info, vars);
+  ht_space_destroy(space);
+  return st;
+}
+
+ht_status ht_variant_create(ht_exec *ex, const ht_spec *spec, const char *config, ht_variant **out) {
+  if (!ex || !spec || !out) return ht_error(HT_ERR_INVALID, "ht_variant_create: bad arguments");
+  *out = NULL;
+  const ht_spec_kernel *k;
+  ht_status st = ht_exec_kernel_for(spec, ex->dev, &k);
+  if (st) return st;
+  ht_variant *v = calloc(1, sizeof *v);
+  if (!v) return ht_error(HT_ERR_NOMEM, "out of memory");
+  v->ex = ex;
+  v->spec = spec;
+  v->k = k;
+  v->vars = calloc((size_t)spec->n_names, sizeof *v->vars);
+  v->bufs = calloc((size_t)spec->n_args + 1, sizeof *v->bufs);
+  v->caps = calloc((size_t)spec->n_args + 1, sizeof *v->caps);
+  st = v->vars && v->bufs && v->caps ? bind_config(spec, &ex->dev->info, config, v->vars)
+                                     : ht_error(HT_ERR_NOMEM, "out of memory");
+  if (st) {
+    ht_variant_destroy(v);
+    return st;
+  }
+  *out = v;
+  return HT_OK;
+}
+
+void ht_variant_destroy(ht_variant *v) {
+  if (!v) return;
+  ht_device *dev = v->ex->dev;
+  for (int i = 0; i < v->n_progs; i++) dev->ops->program_free(dev, v->progs[i].prog);
+  for (int i = 0; v->bufs && i < v->spec->n_args; i++)
+    if (v->bufs[i]) dev->ops->buffer_free(dev, v->bufs[i]);
+  free(v->bufs);
+  free(v->caps);
+  free(v->vars);
+  free(v);
+}
+
+/* The program for the defines of this call (sizes may be among them), compiled on first use. */
+static ht_status program_for(ht_variant *v, ht_program **prog) {
+  ht_spec_defines defs;
+  ht_spec_defines_fill(v->spec, v->k, v->vars, 1, &defs);
+  uint64_t key = 0x6578656320;
+  for (int i = 0; i < defs.n; i++) key = ht_hash_str(defs.values[i], ht_hash_str(defs.names[i], key));
+  for (int i = 0; i < v->n_progs; i++)
+    if (v->progs[i].key == key) return *prog = v->progs[i].prog, HT_OK;
+  ht_device *dev = v->ex->dev;
+  ht_source src = {v->k->lang, v->k->source_text, v->k->source_path, v->k->entry, v->k->flags};
+  ht_defines d = {defs.n, defs.names, defs.values};
+  ht_compile_info info = {0};
+  ht_status st = dev->ops->compile(dev, &src, &d, prog, &info);
+  free(info.log);
+  if (st) return st;
+  int slot = v->n_progs < MAX_PROGRAMS ? v->n_progs++ : v->next_evict++ % MAX_PROGRAMS;
+  if (slot < v->n_progs && v->progs[slot].prog && v->progs[slot].key != key)
+    dev->ops->program_free(dev, v->progs[slot].prog);
+  v->progs[slot] = (program_slot){key, *prog};
+  return HT_OK;
+}
+
+/* ---- one call ---- */
+
+static ht_status bind_sizes(ht_variant *v, const int64_t *sizes) {
+  const ht_spec *s = v->spec;
+  for (int i = 0; i < s->n_sizes; i++) {
+    int64_t n = sizes ? sizes[i] : s->size_values[i];
+    if (n < 0) return ht_error(HT_ERR_INVALID, "%s: size %s = %lld is negative", s->name, s->size_names[i], (long long)n);
+    v->vars[s->first_size + i] = ht_int(n);
+  }
+  return HT_OK;
+}
+
+/* Device buffer i holds at least bytes (grown, contents dropped, when the sizes grew). */
+static ht_status reserve(ht_variant *v, int i, size_t bytes) {
+  ht_device *dev = v->ex->dev;
+  if (v->bufs[i] && v->caps[i] >= bytes) return HT_OK;
+  if (v->bufs[i]) dev->ops->buffer_free(dev, v->bufs[i]);
+  v->bufs[i] = NULL;
+  v->caps[i] = 0;
+  ht_status st = dev->ops->buffer_new(dev, bytes ? bytes : 1, &v->bufs[i]);
+  if (st) return ht_error_prefix(st, "%s: argument %s (%zu bytes): ", v->spec->name, v->spec->args[i].name, bytes);
+  v->caps[i] = bytes;
+  return HT_OK;
+}
+
+/* The elements [lo, hi) of argument i that a call copies, checked against its length n. */
+static ht_status arg_range(const ht_variant *v, int i, const ht_host_arg *a, size_t n, size_t *lo, size_t *hi) {
+  const char *name = v->spec->args[i].name;
+  *lo = a->lo;
+  *hi = a->lo == 0 && a->hi == 0 ? n : a->hi;
+  if (!a->data && n) return ht_error(HT_ERR_INVALID, "%s: argument %s: no host data", v->spec->name, name);
+  if (a->count < n)
+    return ht_error(HT_ERR_INVALID, "%s: argument %s holds %zu elements, the kernel needs %zu at these sizes",
+                    v->spec->name, name, a->count, n);
+  if (*lo > *hi || *hi > n)
+    return ht_error(HT_ERR_INVALID, "%s: argument %s: range [%zu, %zu) is not inside its %zu elements",
+                    v->spec->name, name, *lo, *hi, n);
+  return HT_OK;
+}
+
+static ht_status copy_in(ht_run *r) {
+  ht_variant *v = r->v;
+  const ht_spec *s = v->spec;
+  for (int i = 0; i < s->n_args; i++) {
+    const ht_spec_arg *a = &s->args[i];
+    if (!a->is_buffer) continue;
+    size_t esz = ht_dtype_size(a->type), lo, hi;
+    ht_status st = arg_range(v, i, &r->args[i], r->len[i], &lo, &hi);
+    if (!st) st = reserve(v, i, r->len[i] * esz);
+    if (!st && (a->access & HT_ACCESS_READ) && hi > lo)
+      st = ht_exec_copy(v->ex->dev, v->bufs[i], lo * esz, (char *)r->args[i].data + lo * esz, (hi - lo) * esz, 1,
+                        &r->h2d);
+    if (st) return st;
+  }
+  return HT_OK;
+}
+
+static ht_status copy_out(ht_run *r, double *seconds) {
+  ht_variant *v = r->v;
+  const ht_spec *s = v->spec;
+  *seconds = 0;
+  for (int i = 0; i < s->n_args; i++) {
+    const ht_spec_arg *a = &s->args[i];
+    if (!a->is_buffer || !(a->access & HT_ACCESS_WRITE)) continue;
+    size_t esz = ht_dtype_size(a->type), lo, hi;
+    ht_status st = arg_range(v, i, &r->args[i], r->len[i], &lo, &hi);
+    if (!st && hi > lo)
+      st = ht_exec_copy(v->ex->dev, v->bufs[i], lo * esz, (char *)r->args[i].data + lo * esz, (hi - lo) * esz, 0,
+                        seconds);
+    if (st) return st;
+  }
+  return HT_OK;
+}
+
+static void run_free(ht_run *r) {
+  if (!r) return;
+  free(r->args);
+  free(r->len);
+  free(r->largs);
+  free(r);
+}
+
+/* Everything before the launch: sizes, program, geometry, lengths, copies in, arguments. */
+static ht_status prepare(ht_run *r, const int64_t *sizes, const ht_run_opts *opts, ht_program **prog) {
+  ht_variant *v = r->v;
+  const ht_spec *s = v->spec;
+  char msg[512];
+  ht_status st = bind_sizes(v, sizes);
+  if (!st) st = program_for(v, prog);
+  if (!st && ht_exec_geometry(v->k, v->vars, opts, &r->launch, msg, sizeof msg))
+    st = ht_error(HT_ERR_INVALID, "%s: %s", s->name, msg);
+  if (!st && (r->launch.offset[0] || r->launch.offset[1] || r->launch.offset[2]) &&
+      !(ht_device_caps(v->ex->dev) & HT_CAP_OFFSET))
+    st = ht_error(HT_ERR_UNSUPPORTED, "%s: device %s cannot launch at a work offset", s->name, v->ex->dev->info.id);
+  if (!st) st = ht_exec_lengths(s, v->vars, r->len);
+  if (!st) st = copy_in(r);
+  if (!st && ht_exec_args(s, v->vars, v->bufs, r->largs, msg, sizeof msg)) st = ht_error(HT_ERR_INVALID, "%s", msg);
+  if (!st) ht_exec_work(s, v->vars, &r->launch);
+  r->launch.n_args = s->n_args;
+  r->launch.args = r->largs;
+  return st;
+}
+
+ht_status ht_variant_start(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
+                           ht_run **out) {
+  if (!v || !args || !out) return ht_error(HT_ERR_INVALID, "ht_variant_start: bad arguments");
+  *out = NULL;
+  const int n = v->spec->n_args;
+  ht_run *r = calloc(1, sizeof *r);
+  if (r) {
+    r->args = malloc(sizeof *r->args * (size_t)(n + 1));
+    r->len = calloc((size_t)n + 1, sizeof *r->len);
+    r->largs = calloc((size_t)n + 1, sizeof *r->largs);
+  }
+  if (!r || !r->args || !r->len || !r->largs) {
+    run_free(r);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  memcpy(r->args, args, sizeof *r->args * (size_t)n);
+  r->v = v;
+  r->t0 = ht_now();
+  acquire(v->ex);
+  ht_program *prog = NULL;
+  ht_status st = prepare(r, sizes, opts, &prog);
+  if (!st) st = ht_device_launch_async(v->ex->dev, prog, &r->launch, &r->ev);
+  if (st) {
+    release(v->ex);
+    run_free(r);
+    return st;
+  }
+  *out = r;
+  return HT_OK;
+}
+
+int ht_run_poll(ht_run *r) { return r ? ht_device_poll(r->v->ex->dev, r->ev) : -1; }
+
+ht_status ht_run_cancel(ht_run *r) {
+  if (!r) return ht_error(HT_ERR_INVALID, "ht_run_cancel: no run");
+  int has_flag = 0;
+  for (int i = 0; i < r->v->spec->n_args; i++) has_flag |= r->v->spec->args[i].is_stop_flag;
+  if (!has_flag)
+    return ht_error(HT_ERR_UNSUPPORTED, "%s: the spec has no stop flag (an argument with \"stop\": true)",
+                    r->v->spec->name);
+  ht_status st = ht_device_cancel(r->v->ex->dev, r->ev);
+  if (!st) r->cancelled = 1;
+  return st;
+}
+
+ht_status ht_run_wait(ht_run *r, ht_run_times *out) {
+  if (!r) return ht_error(HT_ERR_INVALID, "ht_run_wait: no run");
+  ht_run_times t = {0};
+  ht_status st = ht_device_wait(r->v->ex->dev, r->ev, &t.kernel_s);
+  if (!st && !r->cancelled) st = copy_out(r, &t.d2h_s);
+  t.h2d_s = r->h2d;
+  t.wall_s = ht_now() - r->t0;
+  release(r->v->ex);
+  run_free(r);
+  if (out) *out = t;
+  return st;
+}
+
+ht_status ht_variant_run(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
+                         ht_run_times *out) {
+  ht_run *r;
+  ht_status st = ht_variant_start(v, sizes, args, opts, &r);
+  return st ? st : ht_run_wait(r, out);
+}
