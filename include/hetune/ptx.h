@@ -20,6 +20,10 @@
 
 #include "hetune/core.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ht_ptx_module ht_ptx_module;
 
 /* Instruction classes of Equation (1) of reference 003; see docs/ptx.md for the opcode table. */
@@ -131,4 +135,7 @@ ht_status ht_ptx_features_from_source(const char *source_text, const char *sourc
                                       const char *arch, const char *kernel, const double *param_values, int n,
                                       ht_ptx_features *out);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

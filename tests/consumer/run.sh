@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs a built hetune into a fresh prefix and builds a program against it four ways: CMake's
+# find_package (shared and static) and pkg-config (hetune and hetune-static), the link lines the
+# README gives; each program must run.
+# usage: run.sh BUILD_DIR
+set -eu
+build=$1
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" > /dev/null
+cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
+cmake --build "$work/cmake" > /dev/null
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/cmake/app_shared"
+"$work/cmake/app_static"
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+cc "$here/app.c" -o "$work/pc_shared" $(pkg-config --cflags --libs hetune)
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/pc_shared"
+cc "$here/app.c" -o "$work/pc_static" $(pkg-config --cflags --libs hetune-static)
+"$work/pc_static"
+if ldd "$work/pc_static" | grep -q libhetune; then echo "pc_static links libhetune.so"; exit 1; fi
+echo "find_package and pkg-config, shared and static: all four build and run"
