@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 
@@ -277,6 +278,18 @@ static void test_best_and_show_forms(void **state) {
   run(r, "show", "kgood", "--db", db);
   assert_int_equal(r->rc, 0);
   assert_non_null(strstr(r->out, "fastest configs of kgood"));
+  /* the best as C #defines for a build, and as JSON */
+  run(r, "best", spec, "--db", db, "--format", "header");
+  if (r->rc || !strstr(r->out, "#ifndef HETUNE_BEST_KGOOD_H") || !strstr(r->out, "\n#define U 2\n"))
+    fail_msg("best --format header:\n%s%s", r->out, r->err);
+  run(r, "best", "kgood", "--db", db, "--format", "json");
+  json_error_t jerr;
+  json_t *j = json_loads(r->out, 0, &jerr);
+  if (r->rc || !j || json_integer_value(json_object_get(json_object_get(json_array_get(j, 0), "config"), "U")) != 2)
+    fail_msg("best --format json:\n%s%s", r->out, r->err);
+  json_decref(j);
+  run(r, "best", "kgood", "--db", db, "--format", "xml");
+  expect_error(r, 2, "--format xml");
   run(r, "best", "kgood", "--db", db, "--size", "N=4");
   expect_error(r, 2, "--size needs a SPEC file");
   run(r, "best", "nokernel", "--db", db);

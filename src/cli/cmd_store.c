@@ -1,5 +1,7 @@
 /* hetune best / show / export: read the store. */
+#include <ctype.h>
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@ typedef struct best_ctx {
   int n, cap, failed;
   int64_t want_id; /* second pass: the evaluation to print */
   ht_result result;
+  char *config_json; /* its config as JSON (malloc'ed) */
 } best_ctx;
 
 /* One (device, problem, config): its median time and its middle measurement (of an even count,
@@ -70,6 +73,8 @@ static int fetch_result(const ht_eval_record *rec, void *ctx) {
   best_ctx *b = ctx;
   if (rec->eval_id != b->want_id) return 0;
   b->result = rec->result;
+  free(b->config_json);
+  b->config_json = ht_strdup(rec->config_json ? rec->config_json : "{}");
   return 1;
 }
 
@@ -109,6 +114,7 @@ static row_group *group_rows(best_ctx *b, int *n_groups) {
 }
 
 static void best_free(best_ctx *b) {
+  free(b->config_json);
   for (int i = 0; i < b->n; i++) {
     free(b->rows[i].device);
     free(b->rows[i].problem);
@@ -116,6 +122,42 @@ static void best_free(best_ctx *b) {
   }
   free(b->rows);
   free(b);
+}
+
+typedef enum { BEST_TEXT, BEST_JSON, BEST_HEADER } best_format;
+
+/* {"kernel": ..., "device": ..., "problem": ..., "config": {...}, "time_s": ..., ...} */
+static void print_best_json(const char *kernel, const row_group *g, const best_ctx *b, int first) {
+  json_error_t err;
+  json_t *cfg = json_loads(b->config_json ? b->config_json : "{}", 0, &err), *m = json_object();
+  for (int i = 0; i < b->result.n_metrics; i++)
+    json_object_set_new(m, b->result.metrics[i].name, json_real(b->result.metrics[i].value));
+  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:f, s:i, s:o}", "kernel", kernel, "device", g->near->device,
+                        "problem", g->near->problem, "config_key", g->near->config, "config", cfg ? cfg : json_object(),
+                        "time_s", g->median, "measurements", g->count, "metrics", m);
+  char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+  printf("%s%s", first ? "[\n" : ",\n", text ? text : "{}");
+  free(text);
+  json_decref(o);
+}
+
+/* The best config as C preprocessor definitions, for a build that compiles the kernel itself. */
+static void print_best_header(const char *kernel, const row_group *g, const best_ctx *b) {
+  char guard[160];
+  snprintf(guard, sizeof guard, "HETUNE_BEST_%s_H", kernel);
+  for (char *p = guard; *p; p++) *p = (char)(isalnum((unsigned char)*p) ? toupper((unsigned char)*p) : '_');
+  printf("/* The fastest config of %s stored by hetune: %.6g ms on %s for %s. */\n#ifndef %s\n#define %s\n", kernel,
+         g->median * 1e3, g->near->device, g->near->problem, guard, guard);
+  json_error_t err;
+  json_t *cfg = json_loads(b->config_json ? b->config_json : "{}", 0, &err), *v;
+  const char *key;
+  json_object_foreach(cfg, key, v) {
+    if (json_is_string(v)) printf("#define %s %s\n", key, json_string_value(v));
+    else if (json_is_integer(v)) printf("#define %s %lld\n", key, (long long)json_integer_value(v));
+    else if (json_is_number(v)) printf("#define %s %.17g\n", key, json_number_value(v));
+  }
+  json_decref(cfg);
+  printf("#endif\n");
 }
 
 static void print_best(const row_group *g, const ht_result *res) {
@@ -128,7 +170,9 @@ static void print_best(const row_group *g, const ht_result *res) {
 }
 
 /* Prints the fastest group of each problem (in first-seen order); 0 or CLI_ERROR. */
-static int print_best_per_problem(ht_store *st, const ht_eval_filter *f, best_ctx *b, row_group *g, int n_groups) {
+static int print_best_per_problem(ht_store *st, const ht_eval_filter *f, best_ctx *b, row_group *g, int n_groups,
+                                  best_format fmt) {
+  int printed = 0;
   for (int i = 0; i < n_groups; i++) {
     int first = 1, best = i;
     for (int j = 0; j < n_groups; j++)
@@ -139,23 +183,36 @@ static int print_best_per_problem(ht_store *st, const ht_eval_filter *f, best_ct
     if (!first) continue;
     b->want_id = g[best].near->eval_id;
     if (ht_store_each_eval(st, f, fetch_result, b)) return cli_fail("best");
-    print_best(&g[best], &b->result);
+    if (fmt == BEST_HEADER && printed)
+      return cli_usage_error("best", "--format header: %s has bests for several problem sizes; give the SPEC (and "
+                             "--size) to choose one", f->kernel_name);
+    if (fmt == BEST_JSON) print_best_json(f->kernel_name, &g[best], b, !printed);
+    else if (fmt == BEST_HEADER) print_best_header(f->kernel_name, &g[best], b);
+    else print_best(&g[best], &b->result);
+    printed++;
   }
+  if (fmt == BEST_JSON) printf("\n]\n");
   return CLI_OK;
 }
 
 int cmd_best(int argc, char **argv) {
-  static const char *const known[] = {"device", "size", "db", NULL};
+  static const char *const known[] = {"device", "size", "db", "format", NULL};
   if (cli_wants_help(argc, argv)) {
-    puts("usage: hetune best SPEC|KERNEL-NAME [--device D] [--size K=V]... [--db FILE]\n\n"
+    puts("usage: hetune best SPEC|KERNEL-NAME [--device D] [--size K=V]... [--format text|json|header] [--db FILE]\n\n"
          "Prints the fastest stored config of SPEC for its problem sizes (and device, if given), or of the\n"
          "kernel named KERNEL-NAME for each problem size stored. A config measured more than once (tune\n"
-         "--no-reuse, several sessions) counts with the median of its measurements.");
+         "--no-reuse, several sessions) counts with the median of its measurements.\n"
+         "--format json: a JSON list of {kernel, device, problem, config_key, config, time_s, measurements,\n"
+         "metrics}; --format header: the config as C #defines for a build that compiles the kernel.");
     return CLI_OK;
   }
   cli_args a;
   int rc = cli_parse(argc, argv, "best", known, NULL, &a);
   if (!rc && a.n_pos != 1) rc = cli_usage_error("best", "expected one SPEC file or kernel name");
+  const char *format = cli_opt(&a, "format") ? cli_opt(&a, "format") : "text";
+  best_format fmt = strcmp(format, "json") == 0 ? BEST_JSON : strcmp(format, "header") == 0 ? BEST_HEADER : BEST_TEXT;
+  if (!rc && fmt == BEST_TEXT && strcmp(format, "text") != 0)
+    rc = cli_usage_error("best", "--format %s: expected text, json or header", format);
   if (rc) return rc;
   ht_spec *spec;
   ht_store *st;
@@ -181,7 +238,7 @@ int cmd_best(int argc, char **argv) {
       fprintf(stderr, "hetune best: no successful evaluation of %s%s%s%s%s in %s\n", name, spec ? " for " : "",
               spec ? problem : "", f.device_id ? " on " : "", f.device_id ? f.device_id : "", cli_db_path(&a));
       rc = CLI_ERROR;
-    } else rc = print_best_per_problem(st, &f, b, g, n_groups);
+    } else rc = print_best_per_problem(st, &f, b, g, n_groups, fmt);
     free(g);
     best_free(b);
   }
