@@ -9,6 +9,7 @@
 extern const ht_backend_ops ht_backend_c;
 extern const ht_backend_ops ht_backend_opencl;
 extern const ht_backend_ops ht_backend_cuda;
+extern const ht_backend_ops ht_backend_sim;
 
 /* A scalar kernel argument converted to its C type; launch passes a pointer to it. */
 typedef union ht_scalar {

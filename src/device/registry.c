@@ -9,6 +9,7 @@ static const ht_backend_ops *const backends[] = {
     &ht_backend_c,
     &ht_backend_opencl,
     &ht_backend_cuda,
+    &ht_backend_sim,
 };
 
 enum { N_BACKENDS = (int)(sizeof backends / sizeof backends[0]), MAX_DEVICES = 64 };

@@ -32,6 +32,7 @@ struct ht_evaluator {
   ht_value *vars;
   arg_data *args;
   int has_ref;
+  const ht_spec_kernel *run; /* the kernel the device runs: the spec's, or its C reference (sim) */
   int watch;           /* what a kernel may leave running: 0 nothing (OpenCL, CUDA), 1 threads, 2 also processes */
   ht_threads baseline; /* the threads that ran before the config */
 };
@@ -66,6 +67,14 @@ static int eval_geometry(const ht_spec_kernel *k, const ht_value *vars, ht_launc
     l->global[0] = l->local[0] = 1;
   }
   return 0;
+}
+
+/* What a launch computes and moves, from the spec's "work" (0: not given, or not computable for
+ * these values): a simulated device's time comes from it, real devices ignore it. */
+static void launch_work(const ht_spec *s, const ht_value *vars, ht_launch *l) {
+  if (s->work_flops && ht_expr_eval_double(s->work_flops, vars, &l->work_flops)) l->work_flops = 0;
+  if (s->work_bytes && ht_expr_eval_double(s->work_bytes, vars, &l->work_bytes)) l->work_bytes = 0;
+  ht_error_clear();
 }
 
 static int build_args(const ht_spec *s, arg_data *data, const ht_value *vars, ht_arg *args, char *msg, size_t len) {
@@ -188,6 +197,7 @@ static ht_status compute_reference(ht_evaluator *ev, ht_progress_fn progress, vo
   if (!st && progress) progress('F', ctx);
   if (!st && (eval_geometry(k, ev->vars, &l, msg, sizeof msg) || build_args(s, data, ev->vars, args, msg, sizeof msg)))
     st = ht_error(HT_ERR_INVALID, "%s", msg);
+  if (!st) launch_work(s, ev->vars, &l);
   if (!st) st = upload(dev, s, data, &t);
   l.n_args = s->n_args;
   l.args = args;
@@ -211,11 +221,28 @@ static ht_status check_language(const ht_spec *spec, const ht_device *dev) {
                   spec->name, lang, dev->info.id, lang, lang);
 }
 
-/* C kernels can start threads and processes, OpenCL and CUDA kernels cannot: for C, the threads
- * that run now are the baseline a config must leave behind. A worker is a child subreaper, so the
+/* What runs on the device: the spec's kernel; on a simulated device, which runs C on the host and
+ * models the time, the kernel when it is C, else its C reference (same arguments, real results). */
+static ht_status pick_kernel(ht_evaluator *ev) {
+  const ht_spec *s = ev->spec;
+  ev->run = &s->kernel;
+  if (!(ht_device_caps(ev->dev) & HT_CAP_SIMULATED)) return check_language(s, ev->dev);
+  if (s->kernel.lang == HT_LANG_C) return HT_OK;
+  if (s->has_reference && s->reference.lang == HT_LANG_C) {
+    ev->run = &s->reference;
+    return HT_OK;
+  }
+  return ht_error(HT_ERR_INVALID,
+                  "%s: cannot run on simulated device %s: it runs C on the host, and the kernel is %s with %s",
+                  s->name, ev->dev->info.id, ht_language_name(s->kernel.lang),
+                  s->has_reference ? "a reference that is not C" : "no reference");
+}
+
+/* C kernels (on c and sim devices) can start threads and processes, OpenCL and CUDA kernels
+ * cannot: for C, the threads that run now are the baseline a config must leave behind. A worker is a child subreaper, so the
  * orphans of what a kernel forked stay its children, visible to the check. */
 static ht_status watch_leftovers(ht_evaluator *ev) {
-  if (strcmp(ev->dev->ops->name, "c") != 0) return HT_OK;
+  if (strcmp(ev->dev->ops->name, "c") != 0 && !(ht_device_caps(ev->dev) & HT_CAP_SIMULATED)) return HT_OK;
   ev->watch = ev->opt.isolate ? 2 : 1;
   if (ev->opt.isolate) prctl(PR_SET_CHILD_SUBREAPER, 1);
   char msg[160];
@@ -228,7 +255,7 @@ static ht_status setup(ht_evaluator *ev, const char *device_id, ht_progress_fn p
   const ht_spec *spec = ev->spec;
   ht_status st = ht_device_open(device_id, &ev->dev);
   if (!st && progress) progress('D', ctx);
-  if (!st) st = check_language(spec, ev->dev);
+  if (!st) st = pick_kernel(ev);
   if (!st) {
     ev->vars = calloc((size_t)spec->n_names, sizeof(ht_value));
     if (!ev->vars) st = ht_error(HT_ERR_NOMEM, "out of memory");
@@ -377,10 +404,10 @@ static void run_config(run_state *rs, ht_result *r) {
   ht_evaluator *ev = rs->ev;
   const ht_spec *s = ev->spec;
   ht_device *dev = ev->dev;
-  ht_spec_defines defs;
-  ht_spec_defines_fill(s, &s->kernel, ev->vars, 1, &defs);
+  ht_spec_defines defs; /* a reference standing in for the kernel is built as a reference: no parameters */
+  ht_spec_defines_fill(s, ev->run, ev->vars, ev->run == &s->kernel, &defs);
   ht_defines d = {defs.n, defs.names, defs.values};
-  ht_source src = source_of(&s->kernel);
+  ht_source src = source_of(ev->run);
   ht_compile_info info = {0};
   double t0 = ht_now();
   ht_run_capture_limit(ev->opt.compile_timeout_s, "compile timeout");
@@ -398,6 +425,7 @@ static void run_config(run_state *rs, ht_result *r) {
     r->status = HT_EVAL_RUNTIME;
     return;
   }
+  launch_work(s, ev->vars, &rs->launch);
   rs->launch.n_args = s->n_args;
   rs->launch.args = args;
   if (upload(dev, s, ev->args, &r->h2d_s)) return fail(r, HT_EVAL_RUNTIME, "upload: %s", ht_last_error());
