@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,40 @@ static void run_vadd(const char *device, const char *spec_path, const char *conf
   ht_spec_destroy(s);
 }
 
+/* On a simulated GPU the same spec runs its C reference: right results, modelled times that
+ * follow the device file, identical from one run to the next. */
+static void test_vadd_on_sim(void **state) {
+  (void)state;
+  setenv("HETUNE_SIM", HT_SOURCE_DIR "/data/sim/pcie_gpu.json", 1);
+  run_vadd("sim:0", EX "vadd_opencl.json", "WG=64,WPT=4");
+  ht_spec *s = load(EX "vadd_opencl.json");
+  ht_run_times t[2];
+  for (int k = 0; k < 2; k++) {
+    ht_exec *ex;
+    ht_variant *v;
+    assert_int_equal(ht_exec_open("sim:0", &ex), HT_OK);
+    assert_int_equal(ht_variant_create(ex, s, "WG=64,WPT=4", &v), HT_OK);
+    arrays x = make(1 << 20, 5);
+    ht_host_arg args[4];
+    args_of(&x, 0, x.n, args);
+    int64_t n = (int64_t)x.n;
+    assert_int_equal(ht_variant_run(v, &n, args, NULL, &t[k]), HT_OK);
+    check_sum(&x, 0, x.n, "sim");
+    drop(&x);
+    ht_variant_destroy(v);
+    ht_exec_close(ex);
+  }
+  assert_true(t[0].kernel_s == t[1].kernel_s && t[0].h2d_s == t[1].h2d_s && t[0].d2h_s == t[1].d2h_s);
+  /* 2 MiB read over 25 GB/s after 10 us each (two inputs), 4 MiB at 1.555 TB/s plus 5 us (noise 2%) */
+  double mib4 = 4.0 * (1 << 20);
+  assert_true(fabs(t[0].h2d_s - 2 * (10e-6 + mib4 / 25e9)) < 1e-9);
+  assert_true(fabs(t[0].d2h_s - (10e-6 + mib4 / 25e9)) < 1e-9);
+  double kernel = 5e-6 + 3 * mib4 / 1.555e12;
+  assert_true(fabs(t[0].kernel_s / kernel - 1) < 0.1);
+  ht_spec_destroy(s);
+  unsetenv("HETUNE_SIM");
+}
+
 static void test_vadd_on_each_device(void **state) {
   (void)state;
   run_vadd("c", EX "vadd_c.json", "NTHREADS=2,CHUNK=0,UNROLL=4");
@@ -178,6 +213,7 @@ static void test_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_vadd_on_each_device),
+    cmocka_unit_test(test_vadd_on_sim),
     cmocka_unit_test(test_two_halves_on_two_devices),
     cmocka_unit_test(test_errors),
   };

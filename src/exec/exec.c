@@ -150,8 +150,8 @@ void ht_variant_destroy(ht_variant *v) {
 
 /* The program for the defines of this call (sizes may be among them), compiled on first use. */
 static ht_status program_for(ht_variant *v, ht_program **prog) {
-  ht_spec_defines defs;
-  ht_spec_defines_fill(v->spec, v->k, v->vars, 1, &defs);
+  ht_spec_defines defs; /* a reference standing in for the kernel is built as a reference: no parameters */
+  ht_spec_defines_fill(v->spec, v->k, v->vars, v->k == &v->spec->kernel, &defs);
   uint64_t key = 0x6578656320;
   for (int i = 0; i < defs.n; i++) key = ht_hash_str(defs.values[i], ht_hash_str(defs.names[i], key));
   for (int i = 0; i < v->n_progs; i++)

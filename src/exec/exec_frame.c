@@ -8,11 +8,12 @@
 ht_status ht_exec_kernel_for(const ht_spec *spec, const ht_device *dev, const ht_spec_kernel **out) {
   const char *lang = ht_language_name(spec->kernel.lang);
   *out = &spec->kernel;
-  if (ht_device_caps(dev) & HT_CAP_SIMULATED) {
+  if (ht_device_caps(dev) & HT_CAP_SIMULATED) { /* it runs C on the host and models the time */
     if (spec->kernel.lang == HT_LANG_C) return HT_OK;
     if (spec->has_reference && spec->reference.lang == HT_LANG_C) return *out = &spec->reference, HT_OK;
-    return ht_error(HT_ERR_INVALID, "%s: a simulated device runs C code: the %s kernel has no C reference to run",
-                    spec->name, lang);
+    return ht_error(HT_ERR_INVALID,
+                    "%s: cannot run on simulated device %s: it runs C on the host, and the kernel is %s with %s",
+                    spec->name, dev->info.id, lang, spec->has_reference ? "a reference that is not C" : "no reference");
   }
   if (strcmp(lang, dev->ops->name) == 0) return HT_OK;
   return ht_error(HT_ERR_INVALID, "%s: kernel language %s cannot run on device %s (%s kernels run on %s devices)",
@@ -99,6 +100,7 @@ void ht_exec_work(const ht_spec *s, const ht_value *vars, ht_launch *l) {
   if (s->work_bytes && ht_expr_eval_double(s->work_bytes, vars, &b)) b = 0;
   l->work_flops = f > 0 ? f : 0;
   l->work_bytes = b > 0 ? b : 0;
+  ht_error_clear(); /* a work expression that cannot be computed here is just unknown work */
 }
 
 ht_status ht_exec_copy(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes, int to_device,

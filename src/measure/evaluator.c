@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 
 #include "core/process.h"
+#include "exec/exec_internal.h"
 #include "measure/evaluator.h"
 
 /* How long threads and processes that a C kernel started get to end after it returned. */
@@ -41,58 +42,14 @@ const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->
 
 /* ---- helpers shared by the reference and the tuned kernel ---- */
 
-static int eval_geometry(const ht_spec_kernel *k, const ht_value *vars, ht_launch *l, char *msg, size_t len) {
-  l->dims = k->dims;
-  for (int d = 0; d < 3; d++) l->global[d] = l->local[d] = l->offset[d] = 0;
-  l->work_flops = l->work_bytes = 0;
-  for (int d = 0; d < k->dims; d++) {
-    int64_t g = 0, lo = k->lang == HT_LANG_CUDA ? 1 : 0;
-    if (ht_expr_eval_int(k->global[d], vars, &g) || (k->local[d] && ht_expr_eval_int(k->local[d], vars, &lo))) {
-      snprintf(msg, len, "launch geometry: %s", ht_last_error());
-      return 1;
-    }
-    if (g <= 0 || lo < 0 || (k->local[d] && lo == 0)) {
-      snprintf(msg, len, "launch geometry: global[%d] = %lld, local[%d] = %lld (must be positive)", d, (long long)g, d,
-               (long long)lo);
-      return 1;
-    }
-    if (lo > 0 && g % lo) g += lo - g % lo; /* round up: kernels guard their edges */
-    l->global[d] = (size_t)g;
-    l->local[d] = (size_t)lo;
-  }
-  for (int d = 0; d < k->dims; d++)
-    if (l->local[d] == 0 && k->local[0]) l->local[d] = 1;
-  if (k->dims == 0) { /* C functions have no geometry: one call */
-    l->dims = 1;
-    l->global[0] = l->local[0] = 1;
-  }
-  return 0;
-}
-
-/* What a launch computes and moves, from the spec's "work" (0: not given, or not computable for
- * these values): a simulated device's time comes from it, real devices ignore it. */
-static void launch_work(const ht_spec *s, const ht_value *vars, ht_launch *l) {
-  if (s->work_flops && ht_expr_eval_double(s->work_flops, vars, &l->work_flops)) l->work_flops = 0;
-  if (s->work_bytes && ht_expr_eval_double(s->work_bytes, vars, &l->work_bytes)) l->work_bytes = 0;
-  ht_error_clear();
-}
-
+/* The launch arguments over the evaluator's buffers (the execution layer builds them). */
 static int build_args(const ht_spec *s, arg_data *data, const ht_value *vars, ht_arg *args, char *msg, size_t len) {
-  for (int i = 0; i < s->n_args; i++) {
-    const ht_spec_arg *a = &s->args[i];
-    memset(&args[i], 0, sizeof args[i]);
-    args[i].type = a->type;
-    if (a->is_stop_flag) {
-      args[i].is_stop_flag = 1; /* the backend passes the flag */
-    } else if (a->is_buffer) {
-      args[i].is_buffer = 1;
-      args[i].buf = data[i].buf;
-    } else if (ht_expr_eval(a->value, vars, &args[i].value)) {
-      snprintf(msg, len, "argument %s: %s", a->name, ht_last_error());
-      return 1;
-    }
-  }
-  return 0;
+  ht_buffer **bufs = malloc(sizeof *bufs * ((size_t)s->n_args + 1));
+  if (!bufs) return snprintf(msg, len, "out of memory"), 1;
+  for (int i = 0; i < s->n_args; i++) bufs[i] = data[i].buf;
+  int bad = ht_exec_args(s, vars, bufs, args, msg, len);
+  free(bufs);
+  return bad;
 }
 
 static ht_status upload(ht_device *dev, const ht_spec *s, arg_data *data, double *seconds) {
@@ -195,9 +152,9 @@ static ht_status compute_reference(ht_evaluator *ev, ht_progress_fn progress, vo
   if (!st) st = alloc_buffers(dev, s, data);
   if (!st) st = dev->ops->compile(dev, &src, &d, &prog, &info);
   if (!st && progress) progress('F', ctx);
-  if (!st && (eval_geometry(k, ev->vars, &l, msg, sizeof msg) || build_args(s, data, ev->vars, args, msg, sizeof msg)))
+  if (!st && (ht_exec_geometry(k, ev->vars, NULL, &l, msg, sizeof msg) || build_args(s, data, ev->vars, args, msg, sizeof msg)))
     st = ht_error(HT_ERR_INVALID, "%s", msg);
-  if (!st) launch_work(s, ev->vars, &l);
+  if (!st) ht_exec_work(s, ev->vars, &l);
   if (!st) st = upload(dev, s, data, &t);
   l.n_args = s->n_args;
   l.args = args;
@@ -211,31 +168,6 @@ static ht_status compute_reference(ht_evaluator *ev, ht_progress_fn progress, vo
   free(data);
   if (dev != ev->dev) ht_device_close(dev);
   return st;
-}
-
-/* Each backend compiles only its own language: say so, rather than let it fail to compile. */
-static ht_status check_language(const ht_spec *spec, const ht_device *dev) {
-  const char *lang = ht_language_name(spec->kernel.lang);
-  if (strcmp(lang, dev->ops->name) == 0) return HT_OK;
-  return ht_error(HT_ERR_INVALID, "%s: kernel language %s cannot run on device %s (%s kernels run on %s devices)",
-                  spec->name, lang, dev->info.id, lang, lang);
-}
-
-/* What runs on the device: the spec's kernel; on a simulated device, which runs C on the host and
- * models the time, the kernel when it is C, else its C reference (same arguments, real results). */
-static ht_status pick_kernel(ht_evaluator *ev) {
-  const ht_spec *s = ev->spec;
-  ev->run = &s->kernel;
-  if (!(ht_device_caps(ev->dev) & HT_CAP_SIMULATED)) return check_language(s, ev->dev);
-  if (s->kernel.lang == HT_LANG_C) return HT_OK;
-  if (s->has_reference && s->reference.lang == HT_LANG_C) {
-    ev->run = &s->reference;
-    return HT_OK;
-  }
-  return ht_error(HT_ERR_INVALID,
-                  "%s: cannot run on simulated device %s: it runs C on the host, and the kernel is %s with %s",
-                  s->name, ev->dev->info.id, ht_language_name(s->kernel.lang),
-                  s->has_reference ? "a reference that is not C" : "no reference");
 }
 
 /* C kernels (on c and sim devices) can start threads and processes, OpenCL and CUDA kernels
@@ -255,7 +187,7 @@ static ht_status setup(ht_evaluator *ev, const char *device_id, ht_progress_fn p
   const ht_spec *spec = ev->spec;
   ht_status st = ht_device_open(device_id, &ev->dev);
   if (!st && progress) progress('D', ctx);
-  if (!st) st = pick_kernel(ev);
+  if (!st) st = ht_exec_kernel_for(spec, ev->dev, &ev->run);
   if (!st) {
     ev->vars = calloc((size_t)spec->n_names, sizeof(ht_value));
     if (!ev->vars) st = ht_error(HT_ERR_NOMEM, "out of memory");
@@ -420,12 +352,12 @@ static void run_config(run_state *rs, ht_result *r) {
   if (st) return fail(r, HT_EVAL_COMPILE, "%s", ht_last_error());
   ht_arg args[64 + 1];
   if (s->n_args > 64) return fail(r, HT_EVAL_RUNTIME, "%s", "more than 64 arguments");
-  if (eval_geometry(&s->kernel, ev->vars, &rs->launch, r->message, sizeof r->message) ||
+  if (ht_exec_geometry(&s->kernel, ev->vars, NULL, &rs->launch, r->message, sizeof r->message) ||
       build_args(s, ev->args, ev->vars, args, r->message, sizeof r->message)) {
     r->status = HT_EVAL_RUNTIME;
     return;
   }
-  launch_work(s, ev->vars, &rs->launch);
+  ht_exec_work(s, ev->vars, &rs->launch);
   rs->launch.n_args = s->n_args;
   rs->launch.args = args;
   if (upload(dev, s, ev->args, &r->h2d_s)) return fail(r, HT_EVAL_RUNTIME, "upload: %s", ht_last_error());
