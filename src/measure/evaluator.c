@@ -128,7 +128,7 @@ static ht_status make_host_data(ht_evaluator *ev) {
 }
 
 /* Runs the reference once on its device (the CPU for a C reference) and keeps its outputs. */
-static ht_status compute_reference(ht_evaluator *ev, ht_progress_fn progress, void *ctx) {
+static ht_status run_reference(ht_evaluator *ev, ht_progress_fn progress, void *ctx) {
   const ht_spec *s = ev->spec;
   const ht_spec_kernel *k = &s->reference;
   ht_device *dev = ev->dev;
@@ -167,6 +167,35 @@ static ht_status compute_reference(ht_evaluator *ev, ht_progress_fn progress, vo
   if (data) free_buffers(dev, s, data);
   free(data);
   if (dev != ev->dev) ht_device_close(dev);
+  return st;
+}
+
+/* The reference's outputs: from the disk cache when this spec version, problem size and reference
+ * device produced them before, else computed (and kept for next time). */
+static ht_status compute_reference(ht_evaluator *ev, ht_progress_fn progress, void *ctx) {
+  const ht_spec *s = ev->spec;
+  void **bufs = calloc((size_t)s->n_args + 1, sizeof *bufs);
+  size_t *bytes = calloc((size_t)s->n_args + 1, sizeof *bytes);
+  if (!bufs || !bytes) {
+    free(bufs);
+    free(bytes);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  int n = 0;
+  for (int i = 0; i < s->n_args; i++)
+    if (s->args[i].is_buffer && (s->args[i].access & HT_ACCESS_WRITE)) {
+      bufs[n] = ev->args[i].ref;
+      bytes[n++] = ev->args[i].bytes;
+    }
+  ht_device_info c_ref = {.fingerprint = "c"}; /* a C reference runs on this CPU: its compiler is in the key */
+  uint64_t key = ht_refcache_key(s, s->reference.lang == HT_LANG_C ? &c_ref : &ev->dev->info);
+  ht_status st = HT_OK;
+  if (!ht_refcache_get(key, bufs, bytes, n)) {
+    st = run_reference(ev, progress, ctx);
+    if (!st) ht_refcache_put(key, bufs, bytes, n);
+  }
+  free(bufs);
+  free(bytes);
   return st;
 }
 

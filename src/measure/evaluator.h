@@ -47,4 +47,12 @@ int ht_check_finite(const char *name, ht_dtype type, const void *out, size_t n, 
 /* Fills a host buffer per the argument's init rule (deterministic in seed). */
 ht_status ht_fill_buffer(const ht_spec_arg *a, void *data, size_t n, uint64_t seed);
 
+/* Reference outputs on disk (refcache.c), keyed by the spec's version, its current problem sizes
+ * and the device the reference runs on (and, for C, the compiler). get fills bufs[0..n) of
+ * bytes[i] each and returns 1 when a matching, intact entry exists; put stores them (a failure
+ * only costs a recomputation). */
+uint64_t ht_refcache_key(const ht_spec *s, const ht_device_info *ref_dev);
+int ht_refcache_get(uint64_t key, void *const *bufs, const size_t *bytes, int n);
+void ht_refcache_put(uint64_t key, void *const *bufs, const size_t *bytes, int n);
+
 #endif

@@ -1,0 +1,3 @@
+void scale(float *out, const float *in, int n) {
+  for (int i = 0; i < n; i++) out[i] = 2.0f * in[i];
+}
