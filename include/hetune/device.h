@@ -73,9 +73,12 @@ typedef struct ht_arg {
   ht_dtype type;  /* scalar type, or element type of the buffer */
   ht_value value; /* scalar value, converted to type at launch */
   /* The stop flag of cooperative cancellation (type HT_DTYPE_I32, no buffer): the backend passes a
-   * pointer to a 32-bit flag that is 0 while the kernel may go on and becomes nonzero when
-   * ht_device_cancel is called. The kernel polls it and returns early. C: `volatile int32_t *`;
-   * OpenCL: `__global volatile int *`; CUDA: `volatile int *` (host-mapped memory). */
+   * pointer to a 32-bit flag of the launch's own that is 0 while the kernel may go on and becomes
+   * nonzero when ht_device_cancel is called. The kernel polls it and returns early. C:
+   * `volatile int32_t *` (a field of the launch's event); OpenCL: `__global volatile int *` (a
+   * buffer of its own, mapped on devices that share host memory, else written through a second,
+   * control queue); CUDA: `volatile int *` (host-mapped pinned memory). A synchronous launch
+   * passes a flag that stays 0. Examples: docs/runtime.md, "Stopping a running kernel". */
   int is_stop_flag;
 } ht_arg;
 
@@ -83,7 +86,8 @@ typedef struct ht_launch {
   int dims;          /* 1..3 */
   size_t global[3];  /* total work-items per dimension (a multiple of local) */
   size_t local[3];   /* work-group / block size; all 0 = let the runtime choose (OpenCL only) */
-  size_t offset[3];  /* global work offset: ids start here (HT_CAP_OFFSET); all 0 when unused */
+  size_t offset[3];  /* global work offset: ids start here (HT_CAP_OFFSET; without it a nonzero
+                      * offset is HT_ERR_UNSUPPORTED); all 0 when unused */
   int n_args;
   const ht_arg *args;
   double work_flops, work_bytes; /* what the launch computes and moves (0: unknown): a simulated
@@ -126,14 +130,17 @@ typedef struct ht_backend_ops {
   void (*buffer_free)(ht_device *dev, ht_buffer *b);
   /* ---- optional (NULL when absent; the ht_device_* wrappers below fall back or say so) ---- */
   unsigned caps; /* HT_CAP_* */
-  /* Starts the kernel and returns; *out is waited for (or polled) exactly once. */
+  /* Starts the kernel and returns; *out is waited for exactly once (and polled any number of times
+   * before). Buffers and the program must live until the wait. */
   ht_status (*launch_async)(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out);
   /* Waits for the launch, frees the event; *kernel_s as launch gives it. */
   ht_status (*wait)(ht_device *dev, ht_event *e, double *kernel_s);
   int (*poll)(ht_device *dev, ht_event *e); /* 1: finished (wait returns at once), 0: running */
   ht_status (*cancel)(ht_device *dev, ht_event *e); /* raises the launch's stop flag; wait still follows */
-  /* bytes at byte offset of buffer b, as a buffer of its own (freed with buffer_free, before b);
-   * HT_ERR_UNSUPPORTED when this offset cannot be one (OpenCL's base-address alignment). */
+  /* bytes at byte offset of buffer b, as a buffer of its own (freed with buffer_free, before b; a b
+   * freed first is kept until its last view goes). A view of a view is a view of the same buffer.
+   * HT_ERR_INVALID outside b or empty; HT_ERR_UNSUPPORTED when this offset cannot be one
+   * (OpenCL's base-address alignment): copy the range instead. */
   ht_status (*buffer_view)(ht_device *dev, ht_buffer *b, size_t offset, size_t bytes, ht_buffer **out);
   /* Copies between host memory and bytes at byte offset of b. */
   ht_status (*buffer_write_at)(ht_device *dev, ht_buffer *b, size_t offset, const void *host, size_t bytes,
@@ -168,9 +175,13 @@ unsigned ht_device_caps(const ht_device *dev);
 /* Launches without waiting where the backend can (HT_CAP_ASYNC); elsewhere runs the kernel to the
  * end first, so the wait that must follow returns at once. */
 ht_status ht_device_launch_async(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out);
+/* Waits for the launch and frees its event; *kernel_s as launch gives it. */
 ht_status ht_device_wait(ht_device *dev, ht_event *e, double *kernel_s);
+/* 1: finished (the wait returns at once), 0: running, -1: no device or event. */
 int ht_device_poll(ht_device *dev, ht_event *e);
-/* Raises the stop flag of a launch in flight (HT_ERR_UNSUPPORTED without HT_CAP_CANCEL). */
+/* Raises the stop flag of a launch in flight (HT_ERR_UNSUPPORTED without HT_CAP_CANCEL). Call it
+ * before the launch's wait returns (the wait frees the event); on a launch that has finished or
+ * has no stop-flag argument it does nothing. */
 ht_status ht_device_cancel(ht_device *dev, ht_event *e);
 
 #ifdef __cplusplus

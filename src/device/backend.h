@@ -27,8 +27,34 @@ typedef union ht_scalar {
  * (HT_ERR_INVALID naming argument number arg). */
 ht_status ht_scalar_convert(ht_value v, ht_dtype t, int arg, ht_scalar *out);
 
-/* Checks dims in 1..3 and the argument array; shared by every launch. */
+/* Checks dims in 1..3 and the argument array (a stop flag is an i32 and no buffer); shared by
+ * every launch. */
 ht_status ht_launch_check(const ht_launch *l);
+/* 1 when l asks for a global work offset (a nonzero offset in its dims). */
+int ht_launch_has_offset(const ht_launch *l);
+/* For backends without HT_CAP_OFFSET: HT_ERR_UNSUPPORTED when l asks for an offset, which
+ * ignoring would run the wrong work-items. */
+ht_status ht_launch_no_offset(const ht_launch *l, const char *backend);
+/* 1 when an argument of l is a stop flag (the launch needs a flag of its own). */
+int ht_launch_has_stop_flag(const ht_launch *l);
+/* bytes at offset within a size-byte buffer, else HT_ERR_INVALID saying so (overflow-safe). */
+ht_status ht_range_check(size_t size, size_t offset, size_t bytes);
+
+/* Buffers and their views (buffer_view), first member of each backend's buffer. A view holds a
+ * reference on its root buffer (a view of a view on the same root), so a root freed before its
+ * views (a misuse) keeps its memory until the last view goes instead of leaving them dangling. */
+typedef struct ht_buf_ref {
+  struct ht_buf_ref *root; /* NULL for a buffer of its own */
+  int refs;                /* a root's: itself (until freed) and its live views */
+} ht_buf_ref;
+void ht_buf_ref_init(ht_buf_ref *r);
+/* A zeroed backend record of record bytes (starting with its ht_buf_ref) for a view of bytes at
+ * offset of the buffer of (size bytes long): checks the range (HT_ERR_INVALID when outside or
+ * empty) and takes a reference on the root. The backend fills in the rest. */
+ht_status ht_buf_view_new(size_t record, ht_buf_ref *of, size_t size, size_t offset, size_t bytes, void **out);
+/* Drops b's reference (buffer_free): returns the root when its memory is to be released now, else
+ * NULL. A view's own record is the caller's to free either way. */
+ht_buf_ref *ht_buf_ref_drop(ht_buf_ref *b);
 
 /* Hash of the defines (names and values, in order), chainable. */
 uint64_t ht_defines_hash(const ht_defines *defs, uint64_t seed);

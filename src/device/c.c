@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ffi.h>
 #include <gnu/libc-version.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,8 @@ typedef struct c_program {
 } c_program;
 
 typedef struct c_buffer {
-  void *ptr;
+  ht_buf_ref ref; /* first: views share their root's memory */
+  char *ptr;
   size_t bytes;
 } c_buffer;
 
@@ -421,6 +423,7 @@ static ffi_type *ffi_type_of(ht_dtype t) {
 }
 
 typedef struct ffi_args {
+  ffi_cif cif;
   ffi_type **types;
   void **values;
   ht_scalar *scalars;
@@ -434,7 +437,8 @@ static void ffi_args_free(ffi_args *a) {
   free(a->ptrs);
 }
 
-static ht_status ffi_args_fill(const ht_launch *l, ffi_args *a) {
+/* The call's argument vectors; a stop-flag argument gets the pointer stop. */
+static ht_status ffi_args_fill(const ht_launch *l, volatile int32_t *stop, ffi_args *a) {
   size_t n = l->n_args > 0 ? (size_t)l->n_args : 1;
   a->types = calloc(n, sizeof *a->types);
   a->values = calloc(n, sizeof *a->values);
@@ -443,8 +447,8 @@ static ht_status ffi_args_fill(const ht_launch *l, ffi_args *a) {
   if (!a->types || !a->values || !a->scalars || !a->ptrs) return ht_error(HT_ERR_NOMEM, "out of memory");
   for (int i = 0; i < l->n_args; i++) {
     const ht_arg *arg = &l->args[i];
-    if (arg->is_buffer) {
-      a->ptrs[i] = ((c_buffer *)arg->buf)->ptr;
+    if (arg->is_buffer || arg->is_stop_flag) {
+      a->ptrs[i] = arg->is_buffer ? ((c_buffer *)arg->buf)->ptr : (void *)(uintptr_t)stop;
       a->types[i] = &ffi_type_pointer;
       a->values[i] = &a->ptrs[i];
       continue;
@@ -458,29 +462,98 @@ static ht_status ffi_args_fill(const ht_launch *l, ffi_args *a) {
   return HT_OK;
 }
 
-/* The global/local sizes mean nothing to a C function: it gets only its arguments and does its
- * own threading (OpenMP). */
-static ht_status c_launch(ht_device *dev, ht_program *prog, const ht_launch *l, double *kernel_s) {
-  (void)dev;
+/* Checks the launch and describes the call to libffi. The global/local sizes mean nothing to a C
+ * function: it gets only its arguments and does its own threading (OpenMP). Ids have no offset
+ * to start from either, so an offset is refused rather than ignored. */
+static ht_status prepare_call(ht_program *prog, const ht_launch *l, volatile int32_t *stop, ffi_args *a) {
   c_program *p = (c_program *)prog;
   if (!p || !p->fn) return ht_error(HT_ERR_INVALID, "launch: no program");
   ht_status s = ht_launch_check(l);
-  if (s) return s;
-  ffi_args a = {0};
-  s = ffi_args_fill(l, &a);
-  ffi_cif cif;
-  if (!s && ffi_prep_cif(&cif, FFI_DEFAULT_ABI, (unsigned)l->n_args, &ffi_type_void, a.types) != FFI_OK)
+  if (!s) s = ht_launch_no_offset(l, "c");
+  if (!s) s = ffi_args_fill(l, stop, a);
+  if (!s && ffi_prep_cif(&a->cif, FFI_DEFAULT_ABI, (unsigned)l->n_args, &ffi_type_void, a->types) != FFI_OK)
     s = ht_error(HT_ERR_RUNTIME, "launch: libffi cannot describe the call (%d arguments)", l->n_args);
+  return s;
+}
+
+static ht_status c_launch(ht_device *dev, ht_program *prog, const ht_launch *l, double *kernel_s) {
+  (void)dev;
+  volatile int32_t stop = 0; /* nobody can cancel a synchronous launch: the flag stays 0 */
+  ffi_args a = {0};
+  ht_status s = prepare_call(prog, l, &stop, &a);
   if (!s) {
     double t0 = ht_now();
-    ffi_call(&cif, p->fn, NULL, a.values);
+    ffi_call(&a.cif, ((c_program *)prog)->fn, NULL, a.values);
     if (kernel_s) *kernel_s = ht_now() - t0;
   }
   ffi_args_free(&a);
   return s;
 }
 
-/* ---- buffers: 64-byte aligned host memory ---- */
+/* ---- asynchronous launch: the call runs on a thread of its own, which the event owns ---- */
+
+typedef struct c_event {
+  pthread_t thread;
+  void (*fn)(void);
+  ffi_args args;
+  volatile int32_t stop; /* the launch's stop flag, raised by c_cancel */
+  int done;              /* set (atomically) when the call has returned */
+  double kernel_s;
+} c_event;
+
+static void *call_thread(void *arg) {
+  c_event *e = arg;
+  double t0 = ht_now();
+  ffi_call(&e->args.cif, e->fn, NULL, e->args.values);
+  e->kernel_s = ht_now() - t0;
+  __atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static ht_status c_launch_async(ht_device *dev, ht_program *prog, const ht_launch *l, ht_event **out) {
+  (void)dev;
+  c_event *e = calloc(1, sizeof *e);
+  if (!e) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status s = prepare_call(prog, l, &e->stop, &e->args);
+  int err = 0;
+  if (!s) {
+    e->fn = ((c_program *)prog)->fn;
+    if ((err = pthread_create(&e->thread, NULL, call_thread, e)) != 0)
+      s = ht_error(HT_ERR_RUNTIME, "launch: cannot start a thread: %s", strerror(err));
+  }
+  if (s) {
+    ffi_args_free(&e->args);
+    free(e);
+    return s;
+  }
+  *out = (ht_event *)e;
+  return HT_OK;
+}
+
+static ht_status c_wait(ht_device *dev, ht_event *ev, double *kernel_s) {
+  (void)dev;
+  c_event *e = (c_event *)ev;
+  int err = pthread_join(e->thread, NULL);
+  /* Not joined (a bad event): the thread may still use the event, so it is not freed. */
+  if (err) return ht_error(HT_ERR_RUNTIME, "wait: cannot join the launch's thread: %s", strerror(err));
+  if (kernel_s) *kernel_s = e->kernel_s;
+  ffi_args_free(&e->args);
+  free(e);
+  return HT_OK;
+}
+
+static int c_poll(ht_device *dev, ht_event *ev) {
+  (void)dev;
+  return __atomic_load_n(&((c_event *)ev)->done, __ATOMIC_ACQUIRE);
+}
+
+static ht_status c_cancel(ht_device *dev, ht_event *ev) {
+  (void)dev;
+  __atomic_store_n(&((c_event *)ev)->stop, 1, __ATOMIC_RELEASE);
+  return HT_OK;
+}
+
+/* ---- buffers: 64-byte aligned host memory; views point into their root's ---- */
 
 static ht_status c_buffer_new(ht_device *dev, size_t bytes, ht_buffer **out) {
   (void)dev;
@@ -492,45 +565,68 @@ static ht_status c_buffer_new(ht_device *dev, size_t bytes, ht_buffer **out) {
     free(b);
     return ht_error(HT_ERR_NOMEM, "cannot allocate a %zu-byte buffer", bytes);
   }
+  ht_buf_ref_init(&b->ref);
   b->bytes = bytes;
   *out = (ht_buffer *)b;
   return HT_OK;
 }
 
-static ht_status check_size(const c_buffer *b, size_t bytes) {
+static ht_status c_buffer_view(ht_device *dev, ht_buffer *buf, size_t offset, size_t bytes, ht_buffer **out) {
+  (void)dev;
+  c_buffer *b = (c_buffer *)buf, *v = NULL;
+  ht_status s = ht_buf_view_new(sizeof *v, b ? &b->ref : NULL, b ? b->bytes : 0, offset, bytes, (void **)&v);
+  if (s) return s;
+  v->ptr = b->ptr + offset;
+  v->bytes = bytes;
+  *out = (ht_buffer *)v;
+  return HT_OK;
+}
+
+/* Copies between host memory and bytes at offset of the buffer (memcpy: this is host memory). */
+static ht_status c_copy(c_buffer *b, size_t offset, void *host, size_t bytes, int write, double *seconds) {
   if (!b) return ht_error(HT_ERR_INVALID, "no buffer");
-  if (bytes > b->bytes) return ht_error(HT_ERR_INVALID, "%zu bytes do not fit a %zu-byte buffer", bytes, b->bytes);
+  ht_status s = ht_range_check(b->bytes, offset, bytes);
+  if (s) return s;
+  double t0 = ht_now();
+  if (bytes && write) memcpy(b->ptr + offset, host, bytes);
+  else if (bytes) memcpy(host, b->ptr + offset, bytes);
+  if (seconds) *seconds = ht_now() - t0;
   return HT_OK;
 }
 
 static ht_status c_buffer_write(ht_device *dev, ht_buffer *buf, const void *host, size_t bytes, double *seconds) {
   (void)dev;
-  c_buffer *b = (c_buffer *)buf;
-  ht_status s = check_size(b, bytes);
-  if (s) return s;
-  double t0 = ht_now();
-  if (bytes) memcpy(b->ptr, host, bytes);
-  if (seconds) *seconds = ht_now() - t0;
-  return HT_OK;
+  /* The write path never modifies host; the shared helper just takes one pointer type. */
+  return c_copy((c_buffer *)buf, 0, (void *)(uintptr_t)host, bytes, 1, seconds);
 }
 
 static ht_status c_buffer_read(ht_device *dev, ht_buffer *buf, void *host, size_t bytes, double *seconds) {
   (void)dev;
-  c_buffer *b = (c_buffer *)buf;
-  ht_status s = check_size(b, bytes);
-  if (s) return s;
-  double t0 = ht_now();
-  if (bytes) memcpy(host, b->ptr, bytes);
-  if (seconds) *seconds = ht_now() - t0;
-  return HT_OK;
+  return c_copy((c_buffer *)buf, 0, host, bytes, 0, seconds);
+}
+
+static ht_status c_buffer_write_at(ht_device *dev, ht_buffer *buf, size_t offset, const void *host, size_t bytes,
+                                   double *seconds) {
+  (void)dev;
+  return c_copy((c_buffer *)buf, offset, (void *)(uintptr_t)host, bytes, 1, seconds);
+}
+
+static ht_status c_buffer_read_at(ht_device *dev, ht_buffer *buf, size_t offset, void *host, size_t bytes,
+                                  double *seconds) {
+  (void)dev;
+  return c_copy((c_buffer *)buf, offset, host, bytes, 0, seconds);
 }
 
 static void c_buffer_free(ht_device *dev, ht_buffer *buf) {
   (void)dev;
   c_buffer *b = (c_buffer *)buf;
   if (!b) return;
-  free(b->ptr);
-  free(b);
+  c_buffer *root = (c_buffer *)ht_buf_ref_drop(&b->ref);
+  if (b->ref.root) free(b); /* a view: its record only */
+  if (root) {
+    free(root->ptr);
+    free(root);
+  }
 }
 
 const ht_backend_ops ht_backend_c = {
@@ -545,4 +641,12 @@ const ht_backend_ops ht_backend_c = {
     .buffer_write = c_buffer_write,
     .buffer_read = c_buffer_read,
     .buffer_free = c_buffer_free,
+    .caps = HT_CAP_ASYNC | HT_CAP_CANCEL | HT_CAP_VIEWS,
+    .launch_async = c_launch_async,
+    .wait = c_wait,
+    .poll = c_poll,
+    .cancel = c_cancel,
+    .buffer_view = c_buffer_view,
+    .buffer_write_at = c_buffer_write_at,
+    .buffer_read_at = c_buffer_read_at,
 };

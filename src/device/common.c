@@ -68,10 +68,64 @@ ht_status ht_launch_check(const ht_launch *l) {
   if (l->dims < 1 || l->dims > 3) return ht_error(HT_ERR_INVALID, "launch: dims must be 1..3, got %d", l->dims);
   if (l->n_args < 0 || (l->n_args > 0 && !l->args))
     return ht_error(HT_ERR_INVALID, "launch: bad argument list (%d arguments)", l->n_args);
-  for (int i = 0; i < l->n_args; i++)
-    if (l->args[i].is_buffer && !l->args[i].buf)
-      return ht_error(HT_ERR_INVALID, "launch: argument %d is a buffer but has none", i);
+  for (int i = 0; i < l->n_args; i++) {
+    const ht_arg *a = &l->args[i];
+    if (a->is_buffer && !a->buf) return ht_error(HT_ERR_INVALID, "launch: argument %d is a buffer but has none", i);
+    if (a->is_stop_flag && (a->is_buffer || a->type != HT_DTYPE_I32))
+      return ht_error(HT_ERR_INVALID, "launch: argument %d is a stop flag: it must be an i32 and no buffer", i);
+  }
   return HT_OK;
+}
+
+int ht_launch_has_offset(const ht_launch *l) {
+  for (int i = 0; i < l->dims && i < 3; i++)
+    if (l->offset[i]) return 1;
+  return 0;
+}
+
+ht_status ht_launch_no_offset(const ht_launch *l, const char *backend) {
+  if (!ht_launch_has_offset(l)) return HT_OK;
+  return ht_error(HT_ERR_UNSUPPORTED, "launch: the %s backend has no global work offset (offset %zu,%zu,%zu)",
+                  backend, l->offset[0], l->offset[1], l->offset[2]);
+}
+
+int ht_launch_has_stop_flag(const ht_launch *l) {
+  for (int i = 0; i < l->n_args; i++)
+    if (l->args[i].is_stop_flag) return 1;
+  return 0;
+}
+
+ht_status ht_range_check(size_t size, size_t offset, size_t bytes) {
+  if (offset == 0 && bytes <= size) return HT_OK;
+  if (offset == 0) return ht_error(HT_ERR_INVALID, "%zu bytes do not fit a %zu-byte buffer", bytes, size);
+  if (offset > size || bytes > size - offset)
+    return ht_error(HT_ERR_INVALID, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset, size);
+  return HT_OK;
+}
+
+/* ---- buffers and their views ---- */
+
+void ht_buf_ref_init(ht_buf_ref *r) {
+  r->root = NULL;
+  r->refs = 1;
+}
+
+ht_status ht_buf_view_new(size_t record, ht_buf_ref *of, size_t size, size_t offset, size_t bytes, void **out) {
+  if (!of) return ht_error(HT_ERR_INVALID, "buffer view: no buffer");
+  if (bytes == 0) return ht_error(HT_ERR_INVALID, "buffer view: a view needs at least one byte");
+  ht_status s = ht_range_check(size, offset, bytes);
+  if (s) return ht_error_prefix(s, "buffer view: ");
+  ht_buf_ref *view = calloc(1, record);
+  if (!view) return ht_error(HT_ERR_NOMEM, "out of memory");
+  view->root = of->root ? of->root : of;
+  __atomic_add_fetch(&view->root->refs, 1, __ATOMIC_RELAXED);
+  *out = view;
+  return HT_OK;
+}
+
+ht_buf_ref *ht_buf_ref_drop(ht_buf_ref *b) {
+  ht_buf_ref *root = b->root ? b->root : b;
+  return __atomic_sub_fetch(&root->refs, 1, __ATOMIC_ACQ_REL) == 0 ? root : NULL;
 }
 
 uint64_t ht_defines_hash(const ht_defines *defs, uint64_t seed) {

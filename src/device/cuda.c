@@ -16,7 +16,8 @@ typedef struct cuda_impl {
   cu_device dev;
   cu_handle ctx;
   cu_handle ev_start, ev_end;
-  int cc; /* compute capability, major*10+minor */
+  cu_handle stream; /* asynchronous launches; the NULL stream's copies wait for them */
+  int cc;           /* compute capability, major*10+minor */
 } cuda_impl;
 
 typedef struct cuda_prog {
@@ -25,6 +26,7 @@ typedef struct cuda_prog {
 } cuda_prog;
 
 typedef struct cuda_buf {
+  ht_buf_ref ref; /* first: views share their root's memory */
   cu_devptr ptr;
   size_t bytes;
 } cuda_buf;
@@ -84,6 +86,12 @@ static ht_status cu_load(cu_api *a) {
   LOAD(EventSynchronize, "cuEventSynchronize", NULL);
   LOAD(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
   LOAD(EventDestroy, "cuEventDestroy_v2", NULL);
+  LOAD(EventQuery, "cuEventQuery", NULL);
+  LOAD(StreamCreate, "cuStreamCreate", NULL);
+  LOAD(StreamDestroy, "cuStreamDestroy_v2", NULL);
+  LOAD(MemHostAlloc, "cuMemHostAlloc", NULL);
+  LOAD(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", NULL);
+  LOAD(MemFreeHost, "cuMemFreeHost", NULL);
   LOAD(GetErrorName, "cuGetErrorName", NULL);
   if (missing) return ht_error(HT_ERR_UNSUPPORTED, "libcuda.so.1 is too old (missing entry points)");
   a->lib = lib;
@@ -174,6 +182,7 @@ static ht_status open_ctx(cuda_impl *im, int index) {
   if ((r = a->EventCreate(&im->ev_start, CU_EVENT_FLAG_DEFAULT)) != 0 ||
       (r = a->EventCreate(&im->ev_end, CU_EVENT_FLAG_DEFAULT)) != 0)
     return cu_fail(a, HT_ERR_DEVICE, r, "cuEventCreate");
+  if ((r = a->StreamCreate(&im->stream, CU_STREAM_FLAG_DEFAULT)) != 0) return cu_fail(a, HT_ERR_DEVICE, r, "cuStreamCreate");
   return HT_OK;
 }
 
@@ -182,6 +191,7 @@ static void release(cuda_impl *im) {
   if (im->ctx) a->CtxSetCurrent(im->ctx);
   if (im->ev_start) a->EventDestroy(im->ev_start);
   if (im->ev_end) a->EventDestroy(im->ev_end);
+  if (im->stream) a->StreamDestroy(im->stream);
   if (im->ctx) a->DevicePrimaryCtxRelease(im->dev);
   free(im);
 }
@@ -330,7 +340,8 @@ static void kparams_free(kparams *k) {
   free(k->dptrs);
 }
 
-static ht_status kparams_fill(const ht_launch *l, kparams *k) {
+/* The kernel's parameters; a stop-flag argument gets the flag's device pointer. */
+static ht_status kparams_fill(const ht_launch *l, cu_devptr flag, kparams *k) {
   size_t n = l->n_args > 0 ? (size_t)l->n_args : 1;
   k->ptrs = calloc(n, sizeof *k->ptrs);
   k->vals = calloc(n, sizeof *k->vals);
@@ -338,8 +349,8 @@ static ht_status kparams_fill(const ht_launch *l, kparams *k) {
   if (!k->ptrs || !k->vals || !k->dptrs) return ht_error(HT_ERR_NOMEM, "out of memory");
   for (int i = 0; i < l->n_args; i++) {
     const ht_arg *a = &l->args[i];
-    if (a->is_buffer) {
-      k->dptrs[i] = ((cuda_buf *)a->buf)->ptr;
+    if (a->is_buffer || a->is_stop_flag) {
+      k->dptrs[i] = a->is_buffer ? ((cuda_buf *)a->buf)->ptr : flag;
       k->ptrs[i] = &k->dptrs[i];
       continue;
     }
@@ -350,41 +361,143 @@ static ht_status kparams_fill(const ht_launch *l, kparams *k) {
   return HT_OK;
 }
 
-/* Elapsed device time between the two events recorded around an operation. */
-static ht_status timed_end(cuda_impl *im, const char *what, double *seconds) {
+/* A launch's stop flag: 4 bytes of pinned host memory mapped into the device, which the kernel
+ * reads through its device pointer while cancel stores into it from the host. */
+typedef struct cu_flag {
+  int32_t *host; /* NULL: the launch has no stop flag */
+  cu_devptr dev;
+} cu_flag;
+
+static ht_status flag_new(cuda_impl *im, cu_flag *f) {
   cu_api *a = &im->api;
-  cu_result r = a->EventRecord(im->ev_end, NULL);
-  if (!r) r = a->EventSynchronize(im->ev_end);
+  void *p = NULL;
+  cu_result r = a->MemHostAlloc(&p, sizeof(int32_t), CU_MEMHOSTALLOC_FLAG_DEVICEMAP);
+  if (r) return cu_fail(a, HT_ERR_DEVICE, r, "cuMemHostAlloc (stop flag)");
+  f->host = p;
+  *f->host = 0;
+  if ((r = a->MemHostGetDevicePointer(&f->dev, p, 0)) != 0) {
+    a->MemFreeHost(p);
+    f->host = NULL;
+    return cu_fail(a, HT_ERR_DEVICE, r, "cuMemHostGetDevicePointer (stop flag)");
+  }
+  return HT_OK;
+}
+
+static void flag_free(cuda_impl *im, cu_flag *f) {
+  if (f->host) im->api.MemFreeHost(f->host);
+  f->host = NULL;
+}
+
+/* Checks l, makes its stop flag if it has one, and launches the kernel between events start and
+ * end on stream. CUDA has no global work offset: a kernel that needs one takes it as an argument. */
+static ht_status launch_between(cuda_impl *im, cuda_prog *p, const ht_launch *l, cu_handle stream, cu_handle start,
+                                cu_handle end, cu_flag *flag) {
+  memset(flag, 0, sizeof *flag);
+  if (!p) return ht_error(HT_ERR_INVALID, "launch: no program");
+  unsigned grid[3], block[3];
+  ht_status s = ht_launch_check(l);
+  if (!s) s = ht_launch_no_offset(l, "cuda");
+  if (!s) s = grid_of(l, grid, block);
+  if (!s) s = make_current(im);
+  if (!s && ht_launch_has_stop_flag(l)) s = flag_new(im, flag);
+  if (s) return s;
+  kparams k = {0};
+  s = kparams_fill(l, flag->dev, &k);
+  cu_api *a = &im->api;
+  cu_result r = 0;
+  if (!s && (r = a->EventRecord(start, stream)) != 0) s = cu_fail(a, HT_ERR_RUNTIME, r, "cuEventRecord");
+  if (!s && (r = a->LaunchKernel(p->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, k.ptrs,
+                                 NULL)) != 0)
+    s = cu_fail(a, HT_ERR_RUNTIME, r, "cuLaunchKernel");
+  if (!s && (r = a->EventRecord(end, stream)) != 0) s = cu_fail(a, HT_ERR_RUNTIME, r, "cuEventRecord");
+  kparams_free(&k);
+  if (s) flag_free(im, flag);
+  return s;
+}
+
+/* Waits for event end; the device time since start. */
+static ht_status elapsed(cuda_impl *im, cu_handle start, cu_handle end, const char *what, double *seconds) {
+  cu_api *a = &im->api;
+  cu_result r = a->EventSynchronize(end);
   if (r) return cu_fail(a, HT_ERR_RUNTIME, r, what);
   float ms = 0;
-  if ((r = a->EventElapsedTime(&ms, im->ev_start, im->ev_end)) != 0) return cu_fail(a, HT_ERR_RUNTIME, r, "cuEventElapsedTime");
+  if ((r = a->EventElapsedTime(&ms, start, end)) != 0) return cu_fail(a, HT_ERR_RUNTIME, r, "cuEventElapsedTime");
   if (seconds) *seconds = ms * 1e-3;
   return HT_OK;
 }
 
+/* Elapsed device time between the two events recorded around an operation. */
+static ht_status timed_end(cuda_impl *im, const char *what, double *seconds) {
+  cu_result r = im->api.EventRecord(im->ev_end, NULL);
+  if (r) return cu_fail(&im->api, HT_ERR_RUNTIME, r, what);
+  return elapsed(im, im->ev_start, im->ev_end, what, seconds);
+}
+
 static ht_status cuda_launch(ht_device *dev, ht_program *prog, const ht_launch *l, double *kernel_s) {
   cuda_impl *im = dev->impl;
-  cuda_prog *p = (cuda_prog *)prog;
-  if (!p) return ht_error(HT_ERR_INVALID, "launch: no program");
-  unsigned grid[3], block[3];
-  ht_status s = ht_launch_check(l);
-  if (!s) s = grid_of(l, grid, block);
-  if (!s) s = make_current(im);
-  if (s) return s;
-  kparams k = {0};
-  s = kparams_fill(l, &k);
-  cu_api *a = &im->api;
-  cu_result r = 0;
-  if (!s && (r = a->EventRecord(im->ev_start, NULL)) != 0) s = cu_fail(a, HT_ERR_RUNTIME, r, "cuEventRecord");
-  if (!s && (r = a->LaunchKernel(p->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, NULL, k.ptrs,
-                                 NULL)) != 0)
-    s = cu_fail(a, HT_ERR_RUNTIME, r, "cuLaunchKernel");
-  if (!s) s = timed_end(im, "kernel", kernel_s);
-  kparams_free(&k);
+  cu_flag flag;
+  ht_status s = launch_between(im, (cuda_prog *)prog, l, NULL, im->ev_start, im->ev_end, &flag);
+  if (!s) s = elapsed(im, im->ev_start, im->ev_end, "kernel", kernel_s);
+  flag_free(im, &flag);
   return s;
 }
 
-/* ---- buffers ---- */
+/* ---- asynchronous launch: events of its own on the device's launch stream ---- */
+
+typedef struct cuda_inflight {
+  cu_handle start, end;
+  cu_flag flag;
+} cuda_inflight;
+
+static void inflight_free(cuda_impl *im, cuda_inflight *f) {
+  if (f->start) im->api.EventDestroy(f->start);
+  if (f->end) im->api.EventDestroy(f->end);
+  flag_free(im, &f->flag);
+  free(f);
+}
+
+static ht_status cuda_launch_async(ht_device *dev, ht_program *prog, const ht_launch *l, ht_event **out) {
+  cuda_impl *im = dev->impl;
+  cuda_inflight *f = calloc(1, sizeof *f);
+  if (!f) return ht_error(HT_ERR_NOMEM, "out of memory");
+  cu_api *a = &im->api;
+  cu_result r = 0;
+  ht_status s = make_current(im);
+  if (!s && ((r = a->EventCreate(&f->start, CU_EVENT_FLAG_DEFAULT)) != 0 ||
+             (r = a->EventCreate(&f->end, CU_EVENT_FLAG_DEFAULT)) != 0))
+    s = cu_fail(a, HT_ERR_DEVICE, r, "cuEventCreate");
+  if (!s) s = launch_between(im, (cuda_prog *)prog, l, im->stream, f->start, f->end, &f->flag);
+  if (s) {
+    inflight_free(im, f);
+    return s;
+  }
+  *out = (ht_event *)f;
+  return HT_OK;
+}
+
+static ht_status cuda_wait(ht_device *dev, ht_event *e, double *kernel_s) {
+  cuda_impl *im = dev->impl;
+  cuda_inflight *f = (cuda_inflight *)e;
+  ht_status s = make_current(im);
+  if (!s) s = elapsed(im, f->start, f->end, "kernel", kernel_s);
+  inflight_free(im, f);
+  return s;
+}
+
+static int cuda_poll(ht_device *dev, ht_event *e) {
+  cuda_impl *im = dev->impl;
+  if (make_current(im) != HT_OK) return 1; /* wait will say what is wrong */
+  return im->api.EventQuery(((cuda_inflight *)e)->end) != CU_ERROR_NOT_READY;
+}
+
+static ht_status cuda_cancel(ht_device *dev, ht_event *e) {
+  (void)dev;
+  cuda_inflight *f = (cuda_inflight *)e;
+  if (f->flag.host) __atomic_store_n(f->flag.host, 1, __ATOMIC_SEQ_CST);
+  return HT_OK;
+}
+
+/* ---- buffers; a view is its root's device pointer plus the offset ---- */
 
 static ht_status cuda_buffer_new(ht_device *dev, size_t bytes, ht_buffer **out) {
   cuda_impl *im = dev->impl;
@@ -397,40 +510,68 @@ static ht_status cuda_buffer_new(ht_device *dev, size_t bytes, ht_buffer **out) 
     free(b);
     return ht_error(HT_ERR_DEVICE, "cuMemAlloc(%zu bytes) failed: %s", bytes, cu_name(&im->api, r));
   }
+  ht_buf_ref_init(&b->ref);
   b->bytes = bytes;
   *out = (ht_buffer *)b;
   return HT_OK;
 }
 
-static ht_status cuda_transfer(ht_device *dev, ht_buffer *buf, void *host, size_t bytes, int write, double *seconds) {
+static ht_status cuda_buffer_view(ht_device *dev, ht_buffer *buf, size_t offset, size_t bytes, ht_buffer **out) {
+  (void)dev;
+  cuda_buf *b = (cuda_buf *)buf, *v = NULL;
+  ht_status s = ht_buf_view_new(sizeof *v, b ? &b->ref : NULL, b ? b->bytes : 0, offset, bytes, (void **)&v);
+  if (s) return s;
+  v->ptr = b->ptr + offset;
+  v->bytes = bytes;
+  *out = (ht_buffer *)v;
+  return HT_OK;
+}
+
+static ht_status cuda_transfer(ht_device *dev, ht_buffer *buf, size_t offset, void *host, size_t bytes, int write,
+                               double *seconds) {
   cuda_impl *im = dev->impl;
   cuda_buf *b = (cuda_buf *)buf;
   if (!b) return ht_error(HT_ERR_INVALID, "no buffer");
-  if (bytes > b->bytes) return ht_error(HT_ERR_INVALID, "%zu bytes do not fit a %zu-byte buffer", bytes, b->bytes);
-  ht_status s = make_current(im);
+  ht_status s = ht_range_check(b->bytes, offset, bytes);
+  if (!s) s = make_current(im);
   if (s) return s;
   cu_api *a = &im->api;
+  cu_devptr at = b->ptr + offset;
   cu_result r = a->EventRecord(im->ev_start, NULL);
-  if (!r && bytes) r = write ? a->MemcpyHtoD(b->ptr, host, bytes) : a->MemcpyDtoH(host, b->ptr, bytes);
+  if (!r && bytes) r = write ? a->MemcpyHtoD(at, host, bytes) : a->MemcpyDtoH(host, at, bytes);
   if (r) return cu_fail(a, HT_ERR_RUNTIME, r, write ? "cuMemcpyHtoD" : "cuMemcpyDtoH");
   return timed_end(im, write ? "buffer write" : "buffer read", seconds);
 }
 
 static ht_status cuda_buffer_write(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds) {
   /* The write path never modifies host; the shared helper just takes one pointer type. */
-  return cuda_transfer(dev, b, (void *)(uintptr_t)host, bytes, 1, seconds);
+  return cuda_transfer(dev, b, 0, (void *)(uintptr_t)host, bytes, 1, seconds);
 }
 
 static ht_status cuda_buffer_read(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds) {
-  return cuda_transfer(dev, b, host, bytes, 0, seconds);
+  return cuda_transfer(dev, b, 0, host, bytes, 0, seconds);
+}
+
+static ht_status cuda_buffer_write_at(ht_device *dev, ht_buffer *b, size_t offset, const void *host, size_t bytes,
+                                      double *seconds) {
+  return cuda_transfer(dev, b, offset, (void *)(uintptr_t)host, bytes, 1, seconds);
+}
+
+static ht_status cuda_buffer_read_at(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes,
+                                     double *seconds) {
+  return cuda_transfer(dev, b, offset, host, bytes, 0, seconds);
 }
 
 static void cuda_buffer_free(ht_device *dev, ht_buffer *buf) {
   cuda_impl *im = dev->impl;
   cuda_buf *b = (cuda_buf *)buf;
   if (!b) return;
-  if (make_current(im) == HT_OK) im->api.MemFree(b->ptr);
-  free(b);
+  cuda_buf *root = (cuda_buf *)ht_buf_ref_drop(&b->ref);
+  if (b->ref.root) free(b); /* a view: its record only */
+  if (root) {
+    if (make_current(im) == HT_OK) im->api.MemFree(root->ptr);
+    free(root);
+  }
 }
 
 const ht_backend_ops ht_backend_cuda = {
@@ -445,4 +586,13 @@ const ht_backend_ops ht_backend_cuda = {
     .buffer_write = cuda_buffer_write,
     .buffer_read = cuda_buffer_read,
     .buffer_free = cuda_buffer_free,
+    /* No HT_CAP_OFFSET: CUDA grids start at block 0. */
+    .caps = HT_CAP_ASYNC | HT_CAP_CANCEL | HT_CAP_VIEWS,
+    .launch_async = cuda_launch_async,
+    .wait = cuda_wait,
+    .poll = cuda_poll,
+    .cancel = cuda_cancel,
+    .buffer_view = cuda_buffer_view,
+    .buffer_write_at = cuda_buffer_write_at,
+    .buffer_read_at = cuda_buffer_read_at,
 };

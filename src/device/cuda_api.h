@@ -26,6 +26,9 @@ enum {
   CU_JIT_OPT_ERROR_LOG_BUFFER = 5,
   CU_JIT_OPT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
   CU_EVENT_FLAG_DEFAULT = 0,
+  CU_STREAM_FLAG_DEFAULT = 0, /* synchronises with the NULL stream, as an in-order queue would */
+  CU_MEMHOSTALLOC_FLAG_DEVICEMAP = 0x02,
+  CU_ERROR_NOT_READY = 600,
 };
 
 typedef struct cu_api {
@@ -55,6 +58,12 @@ typedef struct cu_api {
   cu_result (*EventSynchronize)(cu_handle ev);
   cu_result (*EventElapsedTime)(float *ms, cu_handle start, cu_handle end);
   cu_result (*EventDestroy)(cu_handle ev);
+  cu_result (*EventQuery)(cu_handle ev);
+  cu_result (*StreamCreate)(cu_handle *stream, unsigned flags);
+  cu_result (*StreamDestroy)(cu_handle stream);
+  cu_result (*MemHostAlloc)(void **p, size_t bytes, unsigned flags);
+  cu_result (*MemHostGetDevicePointer)(cu_devptr *d, void *p, unsigned flags);
+  cu_result (*MemFreeHost)(void *p);
   cu_result (*GetErrorName)(cu_result r, const char **name);
 } cu_api;
 

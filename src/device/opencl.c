@@ -1,6 +1,7 @@
 /* The "opencl" backend over the ICD loader: every platform's devices, program binaries cached on
  * disk, kernel times from profiling events. */
 #include <CL/cl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,17 +23,23 @@ typedef struct cl_impl {
   cl_platform_id platform;
   cl_device_id device;
   cl_context ctx;
-  cl_command_queue queue;
+  cl_command_queue queue;   /* kernels and copies, in order, profiled */
+  cl_command_queue control; /* stop flags: maps them, writes them while a kernel runs */
+  int unified;              /* the device works in host memory: a mapped flag is the kernel's */
+  size_t align;             /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start */
 } cl_impl;
 
 typedef struct cl_prog {
   cl_program program;
   cl_kernel kernel;
+  pthread_mutex_t lock; /* a kernel's arguments are set and enqueued by one thread at a time */
 } cl_prog;
 
 typedef struct cl_buf {
-  cl_mem mem;
+  ht_buf_ref ref; /* first: a view keeps its root buffer */
+  cl_mem mem;     /* a view's is a sub-buffer of its root's */
   size_t bytes;
+  size_t origin;  /* a view's offset in its root */
 } cl_buf;
 
 static const char *cl_error_name(cl_int e) {
@@ -271,10 +278,20 @@ static ht_status cl_open(ht_device *dev, int index) {
     im->queue = clCreateCommandQueue(im->ctx, im->device, CL_QUEUE_PROFILING_ENABLE, &e);
     if (!im->queue) s = cl_fail(HT_ERR_DEVICE, e, "clCreateCommandQueue");
   }
+  if (!s) {
+    im->control = clCreateCommandQueue(im->ctx, im->device, 0, &e);
+    if (!im->control) s = cl_fail(HT_ERR_DEVICE, e, "clCreateCommandQueue (control)");
+  }
+  if (!s) {
+    im->unified = dev_u32(im->device, CL_DEVICE_HOST_UNIFIED_MEMORY) == CL_TRUE;
+    im->align = dev_u32(im->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8; /* reported in bits */
+    if (im->align < 1) im->align = 1;
+  }
   /* Binaries from the caches are loaded and run: an untrusted cache fails the device up front. */
   if (!s) s = ht_cache_check("opencl");
   if (!s) s = check_pocl_cache();
   if (s) {
+    if (im->control) clReleaseCommandQueue(im->control);
     if (im->queue) clReleaseCommandQueue(im->queue);
     if (im->ctx) clReleaseContext(im->ctx);
     free(im);
@@ -288,6 +305,8 @@ static void cl_close(ht_device *dev) {
   cl_impl *im = dev->impl;
   if (!im) return;
   clFinish(im->queue);
+  clFinish(im->control);
+  clReleaseCommandQueue(im->control);
   clReleaseCommandQueue(im->queue);
   clReleaseContext(im->ctx);
   free(im);
@@ -419,6 +438,7 @@ static ht_status make_kernel(cl_program prog, const ht_source *src, cl_prog **ou
   }
   p->program = prog;
   p->kernel = k;
+  pthread_mutex_init(&p->lock, NULL);
   *out = p;
   return HT_OK;
 }
@@ -464,17 +484,75 @@ static void cl_program_free(ht_device *dev, ht_program *prog) {
   if (!p) return;
   clReleaseKernel(p->kernel);
   clReleaseProgram(p->program);
+  pthread_mutex_destroy(&p->lock);
   free(p);
 }
 
 /* ---- launch ---- */
 
-static ht_status set_args(cl_kernel k, const ht_launch *l) {
+/* A launch's stop flag: a 4-byte buffer of its own, 0 at the start. On a device working in host
+ * memory (PoCL, integrated GPUs) it stays mapped while the kernel runs and cancel stores into it;
+ * elsewhere cancel writes it through the control queue, which the driver may run beside the
+ * kernel's queue (or, some drivers, only after it: the kernel then runs to its end). */
+typedef struct cl_flag {
+  cl_mem mem;      /* NULL: the launch has no stop flag */
+  cl_int *mapped;  /* the flag in host memory, on unified devices */
+  cl_int one;      /* what the control-queue write copies from */
+  cl_event write;  /* that write, once enqueued */
+} cl_flag;
+
+static ht_status flag_new(cl_impl *im, cl_flag *f) {
+  cl_int zero = 0, e = CL_SUCCESS;
+  f->mem = clCreateBuffer(im->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR, sizeof zero,
+                          &zero, &e);
+  if (!f->mem) return cl_fail(HT_ERR_DEVICE, e, "clCreateBuffer (stop flag)");
+  if (!im->unified) return HT_OK;
+  f->mapped = clEnqueueMapBuffer(im->control, f->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, sizeof zero, 0, NULL,
+                                 NULL, &e);
+  if (f->mapped) return HT_OK;
+  clReleaseMemObject(f->mem);
+  f->mem = NULL;
+  return cl_fail(HT_ERR_DEVICE, e, "clEnqueueMapBuffer (stop flag)");
+}
+
+static ht_status flag_raise(cl_impl *im, cl_flag *f) {
+  if (f->mapped) {
+    __atomic_store_n(f->mapped, 1, __ATOMIC_SEQ_CST);
+    return HT_OK;
+  }
+  if (!f->mem || f->write) return HT_OK; /* no flag, or raised already */
+  f->one = 1;
+  cl_int e = clEnqueueWriteBuffer(im->control, f->mem, CL_FALSE, 0, sizeof f->one, &f->one, 0, NULL, &f->write);
+  if (e != CL_SUCCESS) {
+    f->write = NULL;
+    return cl_fail(HT_ERR_RUNTIME, e, "clEnqueueWriteBuffer (stop flag)");
+  }
+  clFlush(im->control);
+  return HT_OK;
+}
+
+/* After the kernel: the flag's write and mapping are finished before its memory goes. */
+static void flag_free(cl_impl *im, cl_flag *f) {
+  if (!f->mem) return;
+  if (f->write) {
+    clWaitForEvents(1, &f->write);
+    clReleaseEvent(f->write);
+  }
+  cl_event ev = NULL;
+  if (f->mapped && clEnqueueUnmapMemObject(im->control, f->mem, f->mapped, 0, NULL, &ev) == CL_SUCCESS) {
+    clWaitForEvents(1, &ev);
+    clReleaseEvent(ev);
+  }
+  clReleaseMemObject(f->mem);
+  memset(f, 0, sizeof *f);
+}
+
+static ht_status set_args(cl_kernel k, const ht_launch *l, cl_mem flag) {
   for (int i = 0; i < l->n_args; i++) {
     const ht_arg *a = &l->args[i];
     cl_int e;
-    if (a->is_buffer) {
-      e = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &((cl_buf *)a->buf)->mem);
+    if (a->is_buffer || a->is_stop_flag) {
+      e = clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), a->is_buffer ? &((cl_buf *)a->buf)->mem : &flag);
     } else {
       ht_scalar v;
       ht_status s = ht_scalar_convert(a->value, a->type, i, &v);
@@ -502,23 +580,78 @@ static ht_status event_seconds(cl_event ev, const char *what, double *seconds) {
   return HT_OK;
 }
 
-static ht_status cl_launch(ht_device *dev, ht_program *prog, const ht_launch *l, double *kernel_s) {
-  cl_impl *im = dev->impl;
-  cl_prog *p = (cl_prog *)prog;
+/* Sets the arguments and enqueues the kernel (with its global work offset, if any), after making
+ * the launch's stop flag if it has one. *ev is the kernel's profiling event. */
+static ht_status enqueue_kernel(cl_impl *im, cl_prog *p, const ht_launch *l, cl_flag *flag, cl_event *ev) {
+  memset(flag, 0, sizeof *flag);
   if (!p) return ht_error(HT_ERR_INVALID, "launch: no program");
   ht_status s = ht_launch_check(l);
-  if (!s) s = set_args(p->kernel, l);
+  if (!s && ht_launch_has_stop_flag(l)) s = flag_new(im, flag);
   if (s) return s;
   int any_local = 0;
   for (int i = 0; i < l->dims; i++) any_local |= l->local[i] != 0;
-  cl_event ev = NULL;
-  cl_int e = clEnqueueNDRangeKernel(im->queue, p->kernel, (cl_uint)l->dims, NULL, l->global,
-                                    any_local ? l->local : NULL, 0, NULL, &ev);
-  if (e != CL_SUCCESS) return ht_error(HT_ERR_RUNTIME, "clEnqueueNDRangeKernel failed: %s", cl_error_name(e));
-  s = event_seconds(ev, "kernel", kernel_s);
-  clReleaseEvent(ev);
+  pthread_mutex_lock(&p->lock);
+  s = set_args(p->kernel, l, flag->mem);
+  cl_int e = CL_SUCCESS;
+  if (!s)
+    e = clEnqueueNDRangeKernel(im->queue, p->kernel, (cl_uint)l->dims, ht_launch_has_offset(l) ? l->offset : NULL,
+                               l->global, any_local ? l->local : NULL, 0, NULL, ev);
+  pthread_mutex_unlock(&p->lock);
+  if (!s && e != CL_SUCCESS) s = ht_error(HT_ERR_RUNTIME, "clEnqueueNDRangeKernel failed: %s", cl_error_name(e));
+  if (s) flag_free(im, flag);
   return s;
 }
+
+static ht_status cl_launch(ht_device *dev, ht_program *prog, const ht_launch *l, double *kernel_s) {
+  cl_impl *im = dev->impl;
+  cl_flag flag;
+  cl_event ev = NULL;
+  ht_status s = enqueue_kernel(im, (cl_prog *)prog, l, &flag, &ev);
+  if (s) return s;
+  s = event_seconds(ev, "kernel", kernel_s);
+  clReleaseEvent(ev);
+  flag_free(im, &flag);
+  return s;
+}
+
+/* ---- asynchronous launch: the kernel's event, polled or waited for ---- */
+
+typedef struct cl_inflight {
+  cl_event ev;
+  cl_flag flag;
+} cl_inflight;
+
+static ht_status cl_launch_async(ht_device *dev, ht_program *prog, const ht_launch *l, ht_event **out) {
+  cl_impl *im = dev->impl;
+  cl_inflight *f = calloc(1, sizeof *f);
+  if (!f) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status s = enqueue_kernel(im, (cl_prog *)prog, l, &f->flag, &f->ev);
+  if (s) {
+    free(f);
+    return s;
+  }
+  clFlush(im->queue); /* submitted now, not at the next blocking call */
+  *out = (ht_event *)f;
+  return HT_OK;
+}
+
+static ht_status cl_wait(ht_device *dev, ht_event *e, double *kernel_s) {
+  cl_inflight *f = (cl_inflight *)e;
+  ht_status s = event_seconds(f->ev, "kernel", kernel_s);
+  clReleaseEvent(f->ev);
+  flag_free(dev->impl, &f->flag);
+  free(f);
+  return s;
+}
+
+static int cl_poll(ht_device *dev, ht_event *e) {
+  (void)dev;
+  cl_int st = CL_COMPLETE;
+  clGetEventInfo(((cl_inflight *)e)->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+  return st <= CL_COMPLETE; /* complete, or failed (negative): wait says how */
+}
+
+static ht_status cl_cancel(ht_device *dev, ht_event *e) { return flag_raise(dev->impl, &((cl_inflight *)e)->flag); }
 
 /* ---- buffers ---- */
 
@@ -533,46 +666,94 @@ static ht_status cl_buffer_new(ht_device *dev, size_t bytes, ht_buffer **out) {
     free(b);
     return ht_error(HT_ERR_DEVICE, "clCreateBuffer(%zu bytes) failed: %s", bytes, cl_error_name(e));
   }
+  ht_buf_ref_init(&b->ref);
   b->bytes = bytes;
   *out = (ht_buffer *)b;
   return HT_OK;
-}
-
-static ht_status cl_transfer(ht_device *dev, ht_buffer *buf, void *host, size_t bytes, int write, double *seconds) {
-  cl_impl *im = dev->impl;
-  cl_buf *b = (cl_buf *)buf;
-  if (!b) return ht_error(HT_ERR_INVALID, "no buffer");
-  if (bytes > b->bytes) return ht_error(HT_ERR_INVALID, "%zu bytes do not fit a %zu-byte buffer", bytes, b->bytes);
-  if (bytes == 0) {
-    if (seconds) *seconds = 0;
-    return HT_OK;
-  }
-  cl_event ev = NULL;
-  cl_int e = write ? clEnqueueWriteBuffer(im->queue, b->mem, CL_TRUE, 0, bytes, host, 0, NULL, &ev)
-                   : clEnqueueReadBuffer(im->queue, b->mem, CL_TRUE, 0, bytes, host, 0, NULL, &ev);
-  if (e != CL_SUCCESS)
-    return ht_error(HT_ERR_RUNTIME, "%s failed: %s", write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
-                    cl_error_name(e));
-  ht_status s = event_seconds(ev, write ? "buffer write" : "buffer read", seconds);
-  clReleaseEvent(ev);
-  return s;
-}
-
-static ht_status cl_buffer_write(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds) {
-  /* The write path never modifies host; the shared helper just takes one pointer type. */
-  return cl_transfer(dev, b, (void *)(uintptr_t)host, bytes, 1, seconds);
-}
-
-static ht_status cl_buffer_read(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds) {
-  return cl_transfer(dev, b, host, bytes, 0, seconds);
 }
 
 static void cl_buffer_free(ht_device *dev, ht_buffer *buf) {
   (void)dev;
   cl_buf *b = (cl_buf *)buf;
   if (!b) return;
-  clReleaseMemObject(b->mem);
-  free(b);
+  cl_buf *root = (cl_buf *)ht_buf_ref_drop(&b->ref);
+  if (b->ref.root) { /* a view: its sub-buffer and record */
+    if (b->mem) clReleaseMemObject(b->mem);
+    free(b);
+  }
+  if (root) {
+    clReleaseMemObject(root->mem);
+    free(root);
+  }
+}
+
+/* A sub-buffer of the root buffer. OpenCL wants its origin aligned to the device's base address
+ * alignment; other offsets are HT_ERR_UNSUPPORTED, and the caller copies the range instead. */
+static ht_status cl_buffer_view(ht_device *dev, ht_buffer *buf, size_t offset, size_t bytes, ht_buffer **out) {
+  cl_impl *im = dev->impl;
+  cl_buf *b = (cl_buf *)buf, *v = NULL;
+  ht_status s = ht_buf_view_new(sizeof *v, b ? &b->ref : NULL, b ? b->bytes : 0, offset, bytes, (void **)&v);
+  if (s) return s;
+  v->origin = b->origin + offset;
+  v->bytes = bytes;
+  if (v->origin % im->align) {
+    s = ht_error(HT_ERR_UNSUPPORTED,
+                 "buffer view at byte %zu: OpenCL sub-buffers start at multiples of %zu bytes on %s; copy the "
+                 "range instead",
+                 v->origin, im->align, dev->info.id);
+  } else {
+    cl_buffer_region r = {v->origin, bytes};
+    cl_int e = CL_SUCCESS;
+    v->mem = clCreateSubBuffer(((cl_buf *)v->ref.root)->mem, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
+    if (!v->mem) s = cl_fail(HT_ERR_DEVICE, e, "clCreateSubBuffer");
+  }
+  if (s) {
+    cl_buffer_free(dev, (ht_buffer *)v);
+    return s;
+  }
+  *out = (ht_buffer *)v;
+  return HT_OK;
+}
+
+static ht_status cl_transfer(ht_device *dev, ht_buffer *buf, size_t offset, void *host, size_t bytes, int write,
+                             double *seconds) {
+  cl_impl *im = dev->impl;
+  cl_buf *b = (cl_buf *)buf;
+  if (!b) return ht_error(HT_ERR_INVALID, "no buffer");
+  ht_status s = ht_range_check(b->bytes, offset, bytes);
+  if (s) return s;
+  if (bytes == 0) {
+    if (seconds) *seconds = 0;
+    return HT_OK;
+  }
+  cl_event ev = NULL;
+  cl_int e = write ? clEnqueueWriteBuffer(im->queue, b->mem, CL_TRUE, offset, bytes, host, 0, NULL, &ev)
+                   : clEnqueueReadBuffer(im->queue, b->mem, CL_TRUE, offset, bytes, host, 0, NULL, &ev);
+  if (e != CL_SUCCESS)
+    return ht_error(HT_ERR_RUNTIME, "%s failed: %s", write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
+                    cl_error_name(e));
+  s = event_seconds(ev, write ? "buffer write" : "buffer read", seconds);
+  clReleaseEvent(ev);
+  return s;
+}
+
+static ht_status cl_buffer_write(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds) {
+  /* The write path never modifies host; the shared helper just takes one pointer type. */
+  return cl_transfer(dev, b, 0, (void *)(uintptr_t)host, bytes, 1, seconds);
+}
+
+static ht_status cl_buffer_read(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds) {
+  return cl_transfer(dev, b, 0, host, bytes, 0, seconds);
+}
+
+static ht_status cl_buffer_write_at(ht_device *dev, ht_buffer *b, size_t offset, const void *host, size_t bytes,
+                                    double *seconds) {
+  return cl_transfer(dev, b, offset, (void *)(uintptr_t)host, bytes, 1, seconds);
+}
+
+static ht_status cl_buffer_read_at(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes,
+                                   double *seconds) {
+  return cl_transfer(dev, b, offset, host, bytes, 0, seconds);
 }
 
 const ht_backend_ops ht_backend_opencl = {
@@ -587,4 +768,12 @@ const ht_backend_ops ht_backend_opencl = {
     .buffer_write = cl_buffer_write,
     .buffer_read = cl_buffer_read,
     .buffer_free = cl_buffer_free,
+    .caps = HT_CAP_ASYNC | HT_CAP_OFFSET | HT_CAP_CANCEL | HT_CAP_VIEWS,
+    .launch_async = cl_launch_async,
+    .wait = cl_wait,
+    .poll = cl_poll,
+    .cancel = cl_cancel,
+    .buffer_view = cl_buffer_view,
+    .buffer_write_at = cl_buffer_write_at,
+    .buffer_read_at = cl_buffer_read_at,
 };

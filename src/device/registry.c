@@ -180,10 +180,15 @@ typedef struct done_event {
 
 unsigned ht_device_caps(const ht_device *dev) { return dev && dev->ops ? dev->ops->caps : 0; }
 
+/* The backend's events (launch_async, wait and poll together), or the finished-launch fallback. */
+static int native_async(const ht_device *dev) {
+  return dev->ops->launch_async && dev->ops->wait && dev->ops->poll;
+}
+
 ht_status ht_device_launch_async(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out) {
   if (!dev || !out) return ht_error(HT_ERR_INVALID, "ht_device_launch_async: bad arguments");
   *out = NULL;
-  if (dev->ops->launch_async) return dev->ops->launch_async(dev, p, l, out);
+  if (native_async(dev)) return dev->ops->launch_async(dev, p, l, out);
   done_event *e = calloc(1, sizeof *e);
   if (!e) return ht_error(HT_ERR_NOMEM, "out of memory");
   ht_status s = dev->ops->launch(dev, p, l, &e->kernel_s);
@@ -197,7 +202,7 @@ ht_status ht_device_launch_async(ht_device *dev, ht_program *p, const ht_launch 
 
 ht_status ht_device_wait(ht_device *dev, ht_event *e, double *kernel_s) {
   if (!dev || !e) return ht_error(HT_ERR_INVALID, "ht_device_wait: bad arguments");
-  if (dev->ops->launch_async) return dev->ops->wait(dev, e, kernel_s);
+  if (native_async(dev)) return dev->ops->wait(dev, e, kernel_s);
   if (kernel_s) *kernel_s = ((done_event *)e)->kernel_s;
   free(e);
   return HT_OK;
@@ -205,12 +210,12 @@ ht_status ht_device_wait(ht_device *dev, ht_event *e, double *kernel_s) {
 
 int ht_device_poll(ht_device *dev, ht_event *e) {
   if (!dev || !e) return -1;
-  return dev->ops->launch_async && dev->ops->poll ? dev->ops->poll(dev, e) : 1;
+  return native_async(dev) ? dev->ops->poll(dev, e) : 1;
 }
 
 ht_status ht_device_cancel(ht_device *dev, ht_event *e) {
   if (!dev || !e) return ht_error(HT_ERR_INVALID, "ht_device_cancel: bad arguments");
-  if (!(dev->ops->caps & HT_CAP_CANCEL) || !dev->ops->cancel)
+  if (!(dev->ops->caps & HT_CAP_CANCEL) || !dev->ops->cancel || !native_async(dev))
     return ht_error(HT_ERR_UNSUPPORTED, "device %s cannot stop a running kernel", dev->info.id);
   return dev->ops->cancel(dev, e);
 }
