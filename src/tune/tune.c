@@ -177,6 +177,7 @@ static void report_confirm(tune_ctx *c, const ht_result *res, int64_t total) {
   p->last = res;
   p->last_config = c->config_key;
   p->last_reused = 0;
+  p->last_seed = 0;
   p->elapsed_s = ht_now() - c->t0;
   if (c->opt->progress) c->opt->progress(p, c->opt->progress_ctx);
 }
