@@ -149,18 +149,19 @@ typedef struct progress_ctx {
 /* On a terminal one line, updated; elsewhere (a log, a pipe) a line per evaluation. */
 static void progress(const ht_tune_progress *p, void *ctx) {
   const progress_ctx *pc = ctx;
+  const char *what = p->last_seed ? "warm start" : pc->what;
   const int64_t total =
       p->budget_evals > 0 && (uint64_t)p->budget_evals < p->space_size ? p->budget_evals : (int64_t)p->space_size;
   char best[64] = "none yet";
   if (isfinite(p->best_time_s)) snprintf(best, sizeof best, "%.3f ms", p->best_time_s * 1e3);
   if (pc->tty) {
-    fprintf(stderr, "\r\033[K%s [%lld/%lld] best %s, %lld failed, %lld reused, %.0f s", pc->what, (long long)p->done,
+    fprintf(stderr, "\r\033[K%s [%lld/%lld] best %s, %lld failed, %lld reused, %.0f s", what, (long long)p->done,
             (long long)total, best, (long long)p->failures, (long long)p->reused, p->elapsed_s);
   } else {
     char last[64];
     if (p->last->status == HT_EVAL_OK) snprintf(last, sizeof last, "%.3f ms", p->last->time_s * 1e3);
     else snprintf(last, sizeof last, "%s", ht_eval_status_name(p->last->status));
-    fprintf(stderr, "hetune gemm: %s [%lld/%lld] %s: %s%s (best %s)\n", pc->what, (long long)p->done,
+    fprintf(stderr, "hetune gemm: %s [%lld/%lld] %s: %s%s (best %s)\n", what, (long long)p->done,
             (long long)total, p->last_config[0] ? p->last_config : "(no parameters)", last,
             p->last_reused ? ", stored" : "", best);
   }
@@ -238,136 +239,53 @@ static double gflops(const gemm_cli *g, const ht_tune_summary *s) {
   return 2.0 * (double)g->p.m * (double)g->p.n * (double)g->p.k / s->best.time_s / 1e9;
 }
 
-/* ---- warm start: the best stored configs of this kernel at other sizes ---- */
+/* ---- warm start: the model's config and the best stored configs of the nearest other sizes ---- */
 
-enum { MAX_SEEDS = 4, MAX_SEED_PROBLEMS = 256 };
-
-typedef struct seed_problem {
-  char problem[128], key[1024];
-  double time_s, dist;
-} seed_problem;
-
-typedef struct seed_ctx {
-  const ht_spec *spec;
-  char problem[512];
-  double lm, ln, lk;
-  seed_problem p[MAX_SEED_PROBLEMS];
-  int n;
-} seed_ctx;
-
-/* Distance between shapes: sum of |log ratio| of the three sides. */
-static double shape_dist(const seed_ctx *c, const char *problem) {
-  double v[3] = {0, 0, 0};
-  const char *s = problem;
-  while (*s) {
-    char name;
-    double x;
-    if (sscanf(s, "%c=%lf", &name, &x) == 2 && x > 0) v[name == 'M' ? 0 : name == 'N' ? 1 : 2] = log(x);
-    const char *comma = strchr(s, ',');
-    if (!comma) break;
-    s = comma + 1;
-  }
-  return fabs(v[0] - c->lm) + fabs(v[1] - c->ln) + fabs(v[2] - c->lk);
-}
-
-static int seed_visit(const ht_eval_record *r, void *ctx) {
-  seed_ctx *c = ctx;
-  if (strcmp(r->source_hash, c->spec->source_hash) != 0 || strcmp(r->problem, c->problem) == 0) return 0;
-  if (r->result.status != HT_EVAL_OK || !(r->result.time_s > 0) || strlen(r->config_key) >= sizeof c->p[0].key) return 0;
-  int i = 0;
-  while (i < c->n && strcmp(c->p[i].problem, r->problem) != 0) i++;
-  if (i == c->n) {
-    if (c->n == MAX_SEED_PROBLEMS || strlen(r->problem) >= sizeof c->p[0].problem) return 0;
-    snprintf(c->p[c->n].problem, sizeof c->p[0].problem, "%s", r->problem);
-    c->p[c->n].time_s = INFINITY;
-    c->p[c->n++].dist = shape_dist(c, r->problem);
-  }
-  if (r->result.time_s < c->p[i].time_s) {
-    c->p[i].time_s = r->result.time_s;
-    snprintf(c->p[i].key, sizeof c->p[i].key, "%s", r->config_key);
-  }
-  return 0;
-}
-
-static int by_dist(const void *a, const void *b) {
-  double x = ((const seed_problem *)a)->dist, y = ((const seed_problem *)b)->dist;
-  return x < y ? -1 : x > y;
-}
-
-/* "MR=14,NV=2" -> "(MR == 14 && NV == 2)" appended to b. */
-static void key_to_constraint(ht_buf *b, const char *key) {
-  ht_buf_append(b, "(");
-  for (const char *s = key; *s; s++) {
-    if (*s == ',') ht_buf_append(b, " && ");
-    else if (*s == '=') ht_buf_append(b, " == ");
-    else ht_buf_append_bytes(b, s, 1);
-  }
-  ht_buf_append(b, ")");
-}
-
-/* The constraint admitting only the best configs of the nearest other sizes and the model's config
- * (model_key, "" for none), or NULL. */
-static char *seed_constraint(ht_store *st, const ht_spec *spec, const ht_gemm_problem *p, const char *model_key,
-                             int *n_seeds) {
-  seed_ctx *c = calloc(1, sizeof *c);
-  *n_seeds = 0;
-  if (!c) return NULL;
-  c->spec = spec;
-  c->lm = log((double)p->m), c->ln = log((double)p->n), c->lk = log((double)p->k);
-  ht_spec_problem_key(spec, c->problem, sizeof c->problem);
-  ht_eval_filter f = {.kernel_name = spec->name, .only_ok = 1};
-  if (ht_store_each_eval(st, &f, seed_visit, c)) ht_error_clear();
-  qsort(c->p, (size_t)c->n, sizeof c->p[0], by_dist);
-  ht_buf b = {0};
-  for (int i = 0; i < c->n && *n_seeds < MAX_SEEDS; i++) {
-    int dup = 0;
-    for (int j = 0; j < i; j++) dup |= strcmp(c->p[j].key, c->p[i].key) == 0;
-    if (dup) continue;
-    if (*n_seeds) ht_buf_append(&b, " || ");
-    key_to_constraint(&b, c->p[i].key);
-    ++*n_seeds;
-  }
-  free(c);
-  if (*model_key) { /* may repeat a stored seed: the constraint admits it once all the same */
-    if (*n_seeds) ht_buf_append(&b, " || ");
-    key_to_constraint(&b, model_key);
-  }
-  if (b.failed || (!*n_seeds && !*model_key)) {
-    ht_buf_free(&b);
-    *n_seeds = 0;
-    return NULL;
-  }
-  return b.data;
-}
+enum { MAX_SEEDS = 4 };
 
 typedef struct gemm_runs {
-  ht_tune_summary tuned, vendor, vendor_tuned, naive, warm;
-  int warmed;              /* the warm start ran */
+  ht_tune_summary tuned, vendor, vendor_tuned, naive;
   int n_seeds;             /* stored configs of other sizes in the warm start */
   char model_key[256];     /* the generator's model config in the warm start, "" for none */
+  char **seeds;            /* the warm start's configs: the model's, then the stored ones */
+  int n_seed_configs;
+  int64_t warm_share;      /* evaluations the budget gave the seeds (0: the warm start was skipped) */
   const char *vendor_note, *naive_note;
   char *spec_path;
 } gemm_runs;
 
-/* Measures the seeds (a brute-force session on the spec restricted to them): the generator's model
- * config and the best stored configs of the nearest other sizes. They are stored as evaluations of
- * this problem like any other, so the report's best may come from them. */
+/* Adds text to the seeds unless it is there already (the model may pick a stored seed). */
+static void add_seed(gemm_runs *r, const char *text) {
+  for (int i = 0; i < r->n_seed_configs; i++)
+    if (strcmp(r->seeds[i], text) == 0) return;
+  char *copy = ht_strdup(text);
+  if (copy) r->seeds[r->n_seed_configs++] = copy;
+}
+
+/* The seeds of the search (ht_tune_options.seed_configs), measured before the strategy's own
+ * configs: the generator's model config and the best stored configs of the nearest other sizes.
+ * Their share of the budget is taken now, before the vendor library's and the naive kernel's, and
+ * handed to the search. Stored as evaluations of this problem like any other, so the report's
+ * best may come from them. */
 static ht_status warm_start(gemm_cli *g, ht_store *st, gemm_runs *r) {
   ht_spec *spec;
   if (!ht_gemm_model_config(&g->p, g->target, r->model_key, sizeof r->model_key)) r->model_key[0] = 0;
   ht_status s = ht_spec_load(r->spec_path, &spec);
   if (s) return s;
-  char *cons = seed_constraint(st, spec, &g->p, r->model_key, &r->n_seeds);
+  char **stored = NULL;
+  if (ht_tune_nearby_bests(st, spec, MAX_SEEDS, &stored, &r->n_seeds)) ht_error_clear(); /* then none */
   ht_spec_destroy(spec);
+  r->seeds = calloc((size_t)r->n_seeds + 1, sizeof *r->seeds);
+  if (!r->seeds) s = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!s && r->model_key[0]) add_seed(r, r->model_key);
+  for (int i = 0; !s && i < r->n_seeds; i++) add_seed(r, stored[i]);
+  ht_tune_configs_free(stored, r->n_seeds);
   ht_tune_options o;
-  ht_runner_options ro;
-  progress_ctx pc;
-  stage_options(g, "warm start", &o, &ro, &pc);
-  if (cons && !stage_share(g, r->n_seeds + (r->model_key[0] != 0), 0, &o, NULL)) {
-    s = run_stage(g, r->spec_path, cons, g->device, &o, &ro, 0, st, &r->warm);
-    r->warmed = !s;
+  ht_tune_options_default(&o);
+  if (!s && r->n_seed_configs && !stage_share(g, r->n_seed_configs, 0, &o, NULL)) {
+    r->warm_share = o.budget_evals;
+    g->evals_left -= r->warm_share; /* the search gets it back */
   }
-  free(cons);
   return s;
 }
 
@@ -389,21 +307,6 @@ static void print_line(const char *label, const gemm_cli *g, const ht_tune_summa
   printf("\n");
 }
 
-/* The seeds count as tuning: their time and evaluations are added, and the best of both wins. */
-static void merge_warm(gemm_runs *r) {
-  if (!r->warmed) return;
-  ht_tune_summary *t = &r->tuned, *w = &r->warm;
-  t->elapsed_s += w->elapsed_s;
-  t->measured += w->measured;
-  t->reused += w->reused;
-  t->failures += w->failures;
-  if (w->found && (!t->found || w->best.time_s < t->best.time_s)) {
-    t->found = 1;
-    t->best = w->best;
-    memcpy(t->best_config, w->best_config, sizeof t->best_config);
-  }
-}
-
 static void print_openblas_build(const char *build, int weak) {
   if (!build) return;
   printf("  (%s)\n", build);
@@ -423,14 +326,16 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
   printf("  spec:     %s\n", r->spec_path);
   print_line("tuned:", g, &r->tuned, NULL);
   if (r->n_seeds || r->model_key[0]) {
-    printf("  (warm start%s:", r->warmed ? "" : " skipped by the budget");
+    const int warmed = r->warm_share > 0, found = isfinite(r->tuned.seed_best_time_s);
+    printf("  (warm start%s:", warmed ? "" : " skipped by the budget");
     if (r->model_key[0]) printf(" the model's config %s%s", r->model_key, r->n_seeds ? " and" : "");
     if (r->n_seeds)
       printf(" %d stored best config%s of the nearest other sizes", r->n_seeds, r->n_seeds > 1 ? "s" : "");
-    if (r->warm.found)
-      printf(", best %.3f ms%s", r->warm.best.time_s * 1e3, r->warm.best.time_s <= r->tuned.best.time_s ? ", kept" : "");
-    else if (r->warmed)
-      printf(", none succeeded: %lld failed", (long long)r->warm.failures);
+    if (found)
+      printf(", best %.3f ms%s", r->tuned.seed_best_time_s * 1e3,
+             r->tuned.seed_best_time_s <= r->tuned.best.time_s ? ", kept" : "");
+    else if (warmed)
+      printf(", none succeeded: %lld failed", (long long)r->tuned.seed_failures);
     printf(")\n");
   }
   static const char *const vendor_label[] = {"openblas:", "clblast:", "cublas:"};
@@ -534,6 +439,9 @@ static ht_status search(gemm_cli *g, ht_store *st, gemm_runs *r) {
   o.strategy = u->strategy;
   o.strategy_options = u->strategy_options;
   o.seed = u->seed;
+  o.seed_configs = (const char *const *)r->seeds;
+  o.n_seed_configs = (int)r->warm_share;
+  g->evals_left += r->warm_share;
   stage_share(g, g->evals_left, 1, &o, NULL);
   return run_stage(g, r->spec_path, NULL, g->device, &o, &ro, 0, st, &r->tuned);
 }
@@ -572,7 +480,6 @@ static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
   free(path);
   if (measure_naive(g, st, r)) return cli_fail("gemm: naive kernel");
   if (search(g, st, r)) return cli_fail("gemm");
-  merge_warm(r);
   return CLI_OK;
 }
 
@@ -607,7 +514,10 @@ int cmd_gemm(int argc, char **argv) {
   gemm_runs *r = calloc(1, sizeof *r);
   rc = r ? run_all(&g, st, r) : cli_fail("gemm: out of memory");
   if (!rc) print_report(&g, r);
-  if (r) free(r->spec_path);
+  if (r) {
+    free(r->spec_path);
+    ht_tune_configs_free(r->seeds, r->n_seed_configs);
+  }
   free(r);
   ht_store_close(st);
   free(out);

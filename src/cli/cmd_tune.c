@@ -20,6 +20,8 @@ static const char *help =
   "  --budget N|all    evaluate at most N configs (default: all for brute_force, 100 otherwise)\n"
   "  --time S          stop after S seconds\n"
   "  --seed N          strategy seed (default 1)\n"
+  "  --batch N         ask the strategy for N configs at a time (default 1); they are measured one\n"
+  "                    after another, and a batch under way finishes past --time\n"
   "  --size K=V        override a problem size (repeatable)\n"
   "  --db FILE         database (default hetune.db or $HETUNE_DB)\n"
   "  --timeout S       a kernel run longer than S seconds is a hang (default 10)\n"
@@ -156,6 +158,7 @@ static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
   if (v) o->strategy = v;
   o->strategy_options = cli_opt(a, "options");
   if (!rc && (v = cli_opt(a, "seed")) && !(rc = cli_integer("tune", "--seed", v, 0, &n))) o->seed = (uint64_t)n;
+  if (!rc && (v = cli_opt(a, "batch")) && !(rc = cli_integer_in("tune", "--batch", v, 1, 4096, &n))) o->batch = (int)n;
   v = cli_opt(a, "budget");
   if (!rc && v && strcmp(v, "all") != 0 && !(rc = cli_integer("tune", "--budget", v, 1, &n))) o->budget_evals = n;
   if (!rc && (v = cli_opt(a, "time"))) rc = cli_number("tune", "--time", v, 0, &o->budget_seconds);
@@ -229,7 +232,7 @@ int cmd_tune(int argc, char **argv) {
   static const char *const known[] = {"device",  "strategy", "options", "budget",   "time",         "seed",
                                       "size",    "db",       "timeout", "warmup",   "min-runs",     "max-runs",
                                       "rsd",     "confirm",  "no-reuse", "quiet",   "confirm-runs", "in-process",
-                                      "verbose", "compile-timeout", "setup-timeout", "allowed-flags", NULL};
+                                      "verbose", "compile-timeout", "setup-timeout", "allowed-flags", "batch", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(help, stdout);
     puts("\nstrategies (options and defaults: docs/strategies.md):");

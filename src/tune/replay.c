@@ -1,12 +1,13 @@
 /* Replay: a strategy runs through ask/tell against a recorded space. The clock advances by each
  * evaluation's recorded cost and, by default, by the strategy's own measured ask/tell time. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hetune/replay.h"
 #include "hetune/tune.h"
-#include "tune/recorded_internal.h"
+#include "tune/executor.h"
 
 void ht_replay_options_default(ht_replay_options *o) {
   memset(o, 0, sizeof *o);
@@ -21,11 +22,6 @@ void ht_replay_trace_free(ht_replay_trace *t) {
   memset(t, 0, sizeof *t);
 }
 
-static int out_of_budget(const ht_replay_options *o, const ht_replay_trace *t, double clock) {
-  if (o->budget_evals > 0 && t->n >= o->budget_evals) return 1;
-  return o->budget_seconds > 0 && clock >= o->budget_seconds;
-}
-
 static ht_status push_step(ht_replay_trace *t, int *cap, ht_replay_step s) {
   if (t->n == *cap) {
     int c = *cap ? 2 * *cap : 256;
@@ -38,33 +34,46 @@ static ht_status push_step(ht_replay_trace *t, int *cap, ht_replay_step s) {
   return HT_OK;
 }
 
-static ht_status replay_loop(ht_recorded *r, const ht_strategy_ops *ops, void *state, const ht_replay_options *o,
-                             ht_replay_trace *t) {
-  double clock = 0, best = INFINITY;
+static ht_status not_recorded(const ht_replay_options *o) {
+  char why[1024];
+  snprintf(why, sizeof why, "%s", ht_last_error());
+  return ht_error(HT_ERR_INTERNAL, "replay: %s asked a config that was not recorded (%s)",
+                  o->strategy ? o->strategy : "random", why);
+}
+
+/* The session asks one config at a time; the executor answers from the record. The clock advances
+ * by each evaluation's recorded cost and, when charged, the strategy's time since the last step. */
+static ht_status replay_loop(ht_tuner *tn, ht_executor *ex, const ht_replay_options *o, ht_replay_trace *t) {
+  double clock = 0, best = INFINITY, strat_before = 0;
   int cap = 0;
   ht_config c;
-  while (!out_of_budget(o, t, clock)) {
-    double t0 = ht_now();
-    int got = ops->ask(state, &c, 1);
-    double ask_s = ht_now() - t0;
+  ht_exec_done d;
+  ht_tuner_stats ts;
+  while (!ht_tuner_done(tn)) {
+    int got = 0;
+    ht_status st = ht_tuner_ask(tn, &c, 1, &got);
+    if (!st && got == 1) st = ht_executor_submit(ex, &c, 1);
+    if (st == HT_ERR_NOTFOUND) return not_recorded(o);
+    if (!st && got == 1) st = ht_executor_poll(ex, &d, 1, 1, &got);
+    if (st) return st;
     if (got != 1) break;
-    ht_result res;
-    double cost = 0;
-    if (!ht_recorded_lookup(r, &c, &res, &cost))
-      return ht_error(HT_ERR_INTERNAL, "replay: %s asked a config that was not recorded", ops->name);
-    t0 = ht_now();
-    ops->tell(state, &c, &res);
-    double strat = ask_s + (ht_now() - t0);
+    st = ht_tuner_tell(tn, &d.cfg, &d.result);
+    if (st) return st;
+    ht_tuner_stats_get(tn, &ts);
+    double strat = ts.strategy_s - strat_before;
+    strat_before = ts.strategy_s;
     t->strategy_s += strat;
-    if (ask_s > t->max_ask_s) t->max_ask_s = ask_s;
-    clock += cost + (o->charge_strategy_time ? strat : 0);
-    double v = res.status == HT_EVAL_OK ? res.time_s : INFINITY;
+    t->max_ask_s = ts.max_ask_s;
+    double charge = d.cost_s + (o->charge_strategy_time ? strat : 0);
+    clock += charge;
+    ht_tuner_charge(tn, charge);
+    double v = d.result.status == HT_EVAL_OK ? d.result.time_s : INFINITY;
     if (v < best) {
       best = v;
-      t->best_config = c;
+      t->best_config = d.cfg;
       t->found = 1;
     }
-    ht_status st = push_step(t, &cap, (ht_replay_step){clock, v, best});
+    st = push_step(t, &cap, (ht_replay_step){clock, v, best});
     if (st) return st;
   }
   return HT_OK;
@@ -73,17 +82,21 @@ static ht_status replay_loop(ht_recorded *r, const ht_strategy_ops *ops, void *s
 ht_status ht_replay(ht_recorded *r, const ht_replay_options *o, ht_replay_trace *out) {
   if (!r || !o || !out) return ht_error(HT_ERR_INVALID, "ht_replay: bad arguments");
   memset(out, 0, sizeof *out);
-  const char *name = o->strategy ? o->strategy : "random";
-  const ht_strategy_ops *ops = ht_strategy_find(name);
-  if (!ops) return ht_error(HT_ERR_NOTFOUND, "unknown strategy '%s'", name);
-  ht_options *opt = NULL;
-  ht_status st = ht_options_parse(o->strategy_options, &opt);
-  void *state = NULL;
-  if (!st) st = ops->init(&state, ht_recorded_space(r), opt, o->seed);
-  if (!st) st = ht_options_check(opt, "strategy", name);
-  if (!st) st = replay_loop(r, ops, state, o, out);
-  if (state) ops->destroy(state);
-  ht_options_destroy(opt);
+  ht_tuner_options to;
+  ht_tuner_options_default(&to);
+  to.strategy = o->strategy ? o->strategy : "random";
+  to.strategy_options = o->strategy_options;
+  to.seed = o->seed;
+  to.budget_evals = o->budget_evals;
+  to.budget_seconds = o->budget_seconds;
+  to.virtual_clock = 1;
+  ht_tuner *tn = NULL;
+  ht_executor ex = {0};
+  ht_status st = ht_tuner_create(ht_recorded_space(r), &to, &tn);
+  if (!st) st = ht_executor_open("replay", r, &ex);
+  if (!st) st = replay_loop(tn, &ex, o, out);
+  ht_executor_close(&ex);
+  ht_tuner_destroy(tn);
   if (st) ht_replay_trace_free(out);
   return st;
 }

@@ -1,5 +1,6 @@
-/* The tuning loop: strategy asks, runner measures (or the store already knows), store records,
- * strategy is told. Stops on budget (evaluations or seconds), exhaustion or a stop request. Then,
+/* The tuning loop, a driver of a session and the local executor: the session asks (seed configs
+ * first, then the strategy), the runner measures (or the store already knows), the store records,
+ * the session is told. Stops on budget (evaluations or seconds), exhaustion or a stop request. Then,
  * if asked, the fastest configs are measured again in fresh worker processes and the best is the
  * one with the lowest median: on a noisy device the fastest single measurement is often luck. */
 #include <math.h>
@@ -8,12 +9,14 @@
 #include <string.h>
 
 #include "hetune/tune.h"
+#include "tune/executor.h"
 
 void ht_tune_options_default(ht_tune_options *o) {
   memset(o, 0, sizeof *o);
   o->strategy = "auto";
   o->seed = 1;
   o->confirm_runs = 2;
+  o->batch = 1;
 }
 
 typedef struct measured_config {
@@ -26,14 +29,16 @@ typedef struct tune_ctx {
   ht_space *space;
   ht_store *store;
   ht_runner *runner;
+  ht_executor exec;      /* the local executor: runner and store */
   const ht_tune_options *opt;
   ht_eval_key key;
   int64_t session_id;
   ht_tune_progress progress;
   ht_tune_summary *sum;
   double t0;
-  char *config_key;      /* the config in hand, formatted once (whole: it keys the store) */
-  ht_result result;      /* its result */
+  char *config_key;      /* the config just evaluated, formatted once */
+  ht_config *seeds;      /* the seed configs the space holds */
+  int n_seeds;
   measured_config *ok;   /* this session's successful configs, for the confirmation */
   int n_ok, cap_ok;
 } tune_ctx;
@@ -55,31 +60,30 @@ static ht_status register_run(tune_ctx *c) {
   return st;
 }
 
-/* Measures cfg, or (reuse) takes it from the store when it was measured before. */
-static ht_status evaluate(tune_ctx *c, const ht_config *cfg, int reuse, ht_result *res, int *reused) {
+/* The config in hand as text, for the progress and the summary. */
+static ht_status name_config(tune_ctx *c, const ht_config *cfg) {
   free(c->config_key);
   c->config_key = ht_config_text(c->space, cfg);
-  if (!c->config_key) return ht_error(HT_ERR_NOMEM, "out of memory");
-  char *json = ht_spec_config_json(c->spec, c->space, cfg);
-  c->key.config_key = c->config_key;
-  c->key.config_json = json ? json : "{}";
-  int found = 0;
-  ht_status st = reuse ? ht_store_get_eval(c->store, &c->key, res, &found) : HT_OK;
-  *reused = found;
-  if (!st && !found) {
-    st = ht_runner_evaluate(c->runner, cfg, res);
-    if (!st) st = ht_store_put_eval(c->store, c->session_id, &c->key, res, NULL);
-  }
-  free(json);
-  return st;
+  return c->config_key ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
 }
 
-static void account(tune_ctx *c, const ht_result *res, int reused) {
+/* One evaluation by the local executor, outside its queue (the confirmation). */
+static ht_status evaluate(tune_ctx *c, const ht_config *cfg, int reuse, ht_result *res, int *reused) {
+  ht_status st = name_config(c, cfg);
+  return st ? st : ht_local_evaluate(c->exec.state, cfg, reuse, res, reused);
+}
+
+static void account(tune_ctx *c, const ht_result *res, int reused, int seed) {
   ht_tune_progress *p = &c->progress;
   ht_tune_summary *sum = c->sum;
   p->done++;
   if (reused) p->reused++;
   else p->measured++;
+  if (seed) {
+    sum->seeds++;
+    if (res->status != HT_EVAL_OK) sum->seed_failures++;
+    else if (!(res->time_s >= sum->seed_best_time_s)) sum->seed_best_time_s = res->time_s;
+  }
   if (res->status != HT_EVAL_OK) p->failures++;
   else if (!sum->found || res->time_s < sum->best.time_s) {
     sum->found = 1;
@@ -91,15 +95,9 @@ static void account(tune_ctx *c, const ht_result *res, int reused) {
   p->last = res;
   p->last_config = c->config_key;
   p->last_reused = reused;
+  p->last_seed = seed;
   p->elapsed_s = ht_now() - c->t0;
   if (c->opt->progress) c->opt->progress(p, c->opt->progress_ctx);
-}
-
-static int out_of_budget(const tune_ctx *c) {
-  const ht_tune_options *o = c->opt;
-  if (o->stop && *o->stop) return 1;
-  if (o->budget_evals > 0 && c->progress.done >= o->budget_evals) return 1;
-  return o->budget_seconds > 0 && ht_now() - c->t0 >= o->budget_seconds;
 }
 
 static ht_status remember_ok(tune_ctx *c, const ht_config *cfg, const ht_result *res) {
@@ -115,17 +113,39 @@ static ht_status remember_ok(tune_ctx *c, const ht_config *cfg, const ht_result 
   return HT_OK;
 }
 
-static ht_status loop(tune_ctx *c, const ht_strategy_ops *ops, void *state) {
-  ht_config cfg;
-  while (!out_of_budget(c) && ops->ask(state, &cfg, 1) == 1) {
-    int reused = 0;
-    ht_status st = evaluate(c, &cfg, !c->opt->no_reuse, &c->result, &reused);
-    if (!st) st = remember_ok(c, &cfg, &c->result);
-    if (st) return st;
-    ops->tell(state, &cfg, &c->result);
-    account(c, &c->result, reused);
+static int stopped(const tune_ctx *c) { return c->opt->stop && *c->opt->stop; }
+
+/* One finished evaluation: kept for the confirmation, told to the session, reported. */
+static ht_status take_result(tune_ctx *c, ht_tuner *t, const ht_exec_done *d) {
+  const int seed = ht_tuner_is_seed(t, &d->cfg);
+  ht_status st = name_config(c, &d->cfg);
+  if (!st) st = remember_ok(c, &d->cfg, &d->result);
+  if (!st) st = ht_tuner_tell(t, &d->cfg, &d->result);
+  if (!st) account(c, &d->result, d->reused, seed);
+  return st;
+}
+
+/* Asks a batch, submits it, takes its results as they come; a stop request ends a batch after the
+ * config in hand. */
+static ht_status loop(tune_ctx *c, ht_tuner *t) {
+  const int batch = c->opt->batch > 1 ? c->opt->batch : 1;
+  ht_config *cfgs = malloc(sizeof *cfgs * (size_t)batch);
+  ht_exec_done *d = malloc(sizeof *d);
+  ht_status st = cfgs && d ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+  while (!st && !ht_tuner_done(t)) {
+    int got = 0;
+    st = ht_tuner_ask(t, cfgs, batch, &got);
+    if (!st && got == 0) break;
+    if (!st) st = ht_executor_submit(&c->exec, cfgs, got);
+    while (!st && ht_executor_pending(&c->exec) > 0) {
+      st = ht_executor_poll(&c->exec, d, 1, 1, &got);
+      if (!st && got == 1) st = take_result(c, t, d);
+      if (stopped(c)) break;
+    }
   }
-  return HT_OK;
+  free(cfgs);
+  free(d);
+  return st;
 }
 
 /* ---- confirmation ---- */
@@ -157,6 +177,7 @@ static void report_confirm(tune_ctx *c, const ht_result *res, int64_t total) {
   p->last = res;
   p->last_config = c->config_key;
   p->last_reused = 0;
+  p->last_seed = 0;
   p->elapsed_s = ht_now() - c->t0;
   if (c->opt->progress) c->opt->progress(p, c->opt->progress_ctx);
 }
@@ -198,24 +219,42 @@ static ht_status confirm(tune_ctx *c) {
   return st;
 }
 
-static ht_status run_strategy(tune_ctx *c) {
-  const ht_strategy_ops *ops = ht_strategy_find(c->opt->strategy);
-  if (!ops) {
-    ht_buf names = {0};
-    for (int i = 0; i < ht_strategy_count(); i++) ht_buf_appendf(&names, "%s%s", i ? ", " : "", ht_strategy_at(i)->name);
-    ht_status st = ht_error(HT_ERR_NOTFOUND, "unknown strategy '%s' (available: %s)", c->opt->strategy, names.data);
-    ht_buf_free(&names);
-    return st;
+/* The seed configs the space holds, parsed; the others are left out (another problem's). */
+static ht_status parse_seeds(tune_ctx *c) {
+  const ht_tune_options *o = c->opt;
+  if (o->n_seed_configs <= 0 || !o->seed_configs) return HT_OK;
+  c->seeds = malloc(sizeof *c->seeds * (size_t)o->n_seed_configs);
+  if (!c->seeds) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < o->n_seed_configs; i++) {
+    ht_config *cfg = &c->seeds[c->n_seeds];
+    if (o->seed_configs[i] && !ht_config_parse(c->space, o->seed_configs[i], cfg) && ht_space_is_valid(c->space, cfg))
+      c->n_seeds++;
+    else ht_log(3, "tune: seed config '%s' left out: not in this space", o->seed_configs[i] ? o->seed_configs[i] : "");
   }
-  ht_options *so;
-  ht_status st = ht_options_parse(c->opt->strategy_options, &so);
-  if (st) return st;
-  void *state = NULL;
-  st = ops->init(&state, c->space, so, c->opt->seed);
-  if (!st) st = ht_options_check(so, "strategy", ops->name);
-  if (!st) st = loop(c, ops, state);
-  if (state) ops->destroy(state);
-  ht_options_destroy(so);
+  ht_error_clear(); /* a seed that did not parse is no error of the run */
+  return HT_OK;
+}
+
+static ht_status run_strategy(tune_ctx *c) {
+  const ht_tune_options *o = c->opt;
+  ht_local_args la = {c->spec, c->space, c->store, c->runner, c->key, c->session_id, !o->no_reuse};
+  ht_status st = ht_executor_open("local", &la, &c->exec);
+  if (!st) st = parse_seeds(c);
+  ht_tuner_options to;
+  ht_tuner_options_default(&to);
+  to.strategy = o->strategy;
+  to.strategy_options = o->strategy_options;
+  to.seed = o->seed;
+  to.budget_evals = o->budget_evals;
+  to.budget_seconds = o->budget_seconds;
+  to.clock_start = c->t0;
+  to.seed_configs = c->seeds;
+  to.n_seed_configs = c->n_seeds;
+  to.stop = o->stop;
+  ht_tuner *t = NULL;
+  if (!st) st = ht_tuner_create(c->space, &to, &t);
+  if (!st) st = loop(c, t);
+  ht_tuner_destroy(t);
   return st;
 }
 
@@ -245,6 +284,7 @@ ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *store, c
   }
   memset(out, 0, sizeof *out);
   ht_result_init(&out->best);
+  out->seed_best_time_s = NAN;
   tune_ctx c = {.spec = spec, .store = store, .opt = opt, .sum = out, .t0 = ht_now()};
   c.progress.best_time_s = NAN;
   c.progress.budget_evals = opt->budget_evals;
@@ -266,7 +306,9 @@ ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *store, c
   out->best_measurements = out->found;
   if (!st && opt->confirm > 0 && c.n_ok > 0 && !(opt->stop && *opt->stop)) st = confirm(&c);
   finish(&c, st);
+  ht_executor_close(&c.exec);
   free(c.ok);
+  free(c.seeds);
   free(c.config_key);
   ht_space_destroy(c.space);
   ht_runner_destroy(c.runner);

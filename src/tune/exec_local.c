@@ -1,0 +1,82 @@
+/* local: evaluates on this machine with the runner (one worker: one config at a time), storing
+ * every measurement; with reuse, a config the store already has is answered from it instead. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune/executor.h"
+
+typedef struct local_state {
+  ht_local_args a;
+  ht_exec_queue queue; /* submitted, not yet evaluated */
+  int queued;
+} local_state;
+
+static ht_status local_create(void **state, const void *args) {
+  const ht_local_args *a = args;
+  if (!a || !a->spec || !a->space || !a->store || !a->runner)
+    return ht_error(HT_ERR_INVALID, "local executor: spec, space, store and runner are needed");
+  local_state *s = calloc(1, sizeof *s);
+  if (!s) return ht_error(HT_ERR_NOMEM, "out of memory");
+  s->a = *a;
+  *state = s;
+  return HT_OK;
+}
+
+ht_status ht_local_evaluate(void *state, const ht_config *cfg, int reuse, ht_result *res, int *reused) {
+  local_state *s = state;
+  char *key = ht_config_text(s->a.space, cfg); /* the whole text: it keys the store */
+  char *json = key ? ht_spec_config_json(s->a.spec, s->a.space, cfg) : NULL;
+  if (!key) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_eval_key k = s->a.key;
+  k.config_key = key;
+  k.config_json = json ? json : "{}";
+  int found = 0;
+  ht_status st = reuse ? ht_store_get_eval(s->a.store, &k, res, &found) : HT_OK;
+  *reused = found;
+  if (!st && !found) {
+    st = ht_runner_evaluate(s->a.runner, cfg, res);
+    if (!st) st = ht_store_put_eval(s->a.store, s->a.session_id, &k, res, NULL);
+  }
+  free(json);
+  free(key);
+  return st;
+}
+
+static ht_status local_submit(void *state, const ht_config *cfgs, int n) {
+  local_state *s = state;
+  for (int i = 0; i < n; i++) {
+    ht_exec_done *d = ht_exec_queue_push(&s->queue);
+    if (!d) return HT_ERR_NOMEM;
+    d->cfg = cfgs[i];
+    s->queued++;
+  }
+  return HT_OK;
+}
+
+/* Nothing runs in the background: a waiting poll evaluates the next config in line. */
+static ht_status local_poll(void *state, ht_exec_done *out, int max, int wait, int *got) {
+  local_state *s = state;
+  *got = 0;
+  if (!wait || max < 1) return HT_OK;
+  ht_exec_done *next = ht_exec_queue_pop(&s->queue);
+  if (!next) return HT_OK;
+  s->queued--;
+  out->cfg = next->cfg;
+  double t0 = ht_now();
+  ht_status st = ht_local_evaluate(s, &out->cfg, s->a.reuse, &out->result, &out->reused);
+  out->cost_s = ht_now() - t0;
+  if (!st) *got = 1;
+  return st;
+}
+
+static int local_pending(const void *state) { return ((const local_state *)state)->queued; }
+
+static void local_destroy(void *state) {
+  local_state *s = state;
+  if (!s) return;
+  ht_exec_queue_free(&s->queue);
+  free(s);
+}
+
+const ht_executor_ops ht_executor_local = {"local", local_create, local_submit, local_poll, local_pending,
+                                           local_destroy};
