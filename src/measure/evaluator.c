@@ -313,14 +313,25 @@ typedef struct run_state {
   ht_progress_fn progress;
   void *ctx;
   double launch_wall; /* host time spent inside launches: the kernel's share of the evaluation */
+  double last_beat;   /* when the last 'C' or 'H' went out */
 } run_state;
+
+double ht_heartbeat_gap(double timeout_s) { return fmin(timeout_s / 8, 0.05); }
+
+static void beat(run_state *rs, char phase) {
+  if (!rs->progress) return;
+  double now = ht_now();
+  if (phase == 'H' && now - rs->last_beat < ht_heartbeat_gap(rs->ev->opt.timeout_s)) return;
+  rs->progress(phase, rs->ctx);
+  rs->last_beat = now;
+}
 
 static int launch_once(run_state *rs, ht_result *r, double *kernel_s) {
   ht_device *dev = rs->ev->dev;
+  beat(rs, 'H');
   double t0 = ht_now();
   ht_status st = dev->ops->launch(dev, rs->prog, &rs->launch, kernel_s);
   rs->launch_wall += ht_now() - t0;
-  if (rs->progress) rs->progress('H', rs->ctx);
   if (st) fail(r, HT_EVAL_RUNTIME, "%s", ht_last_error());
   return st != HT_OK;
 }
@@ -377,7 +388,7 @@ static void run_config(run_state *rs, ht_result *r) {
   r->compile_s = info.cached ? 0 : ht_now() - t0;
   r->compile_cached = info.cached;
   free(info.log);
-  if (rs->progress) rs->progress('C', rs->ctx);
+  beat(rs, 'C');
   if (st) return fail(r, HT_EVAL_COMPILE, "%s", ht_last_error());
   ht_arg args[64 + 1];
   if (s->n_args > 64) return fail(r, HT_EVAL_RUNTIME, "%s", "more than 64 arguments");

@@ -11,8 +11,12 @@ typedef struct ht_evaluator ht_evaluator;
 
 /* Progress callback. Setup: 'D' after opening the device, 'A' after creating the data (the
  * reference comes next), 'F' after compiling the reference (running it comes next). A config: 'C'
- * after compilation, 'H' after each kernel run. */
+ * after compilation, 'H' before a kernel run when the last 'C' or 'H' is ht_heartbeat_gap() old or
+ * older (a beat per run would wake the waiter every run: at 1 ms kernels that cost more than the
+ * rest of the framework). A waiter's run deadline is therefore the last 'C' or 'H' plus the run
+ * timeout plus the gap: every run still gets its whole timeout. */
 typedef void (*ht_progress_fn)(char phase, void *ctx);
+double ht_heartbeat_gap(double timeout_s);
 
 /* Opens the device, creates buffers, fills inputs and computes the reference outputs. Tools it runs
  * (the reference's compiler) are bounded by opt->setup_timeout_s. */

@@ -5,7 +5,7 @@
  * device info or 'E' setup error. A config: 'C' compiled, 'H' a kernel run finished (heartbeat),
  * 'R' the ht_result and one byte, 1 when the worker is still clean. The parent waits on each
  * message with a deadline: the setup timeout until 'I', the compile timeout until 'C', the run
- * timeout after each 'C' or 'H'; it watches the worker's exit too, since a process the kernel
+ * timeout (plus the heartbeat gap) after each 'C' or 'H'; it watches the worker's exit too, since a process the kernel
  * forked may hold the pipe open. A worker that dies or misses a deadline is killed, its config
  * recorded as failed, and a new worker starts on demand; so does one that is no longer clean.
  *
@@ -262,7 +262,8 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   int compiled = 0, rc = ht_fd_write_all(r->to_worker, cfg, sizeof *cfg) ? -1 : 0;
   char tag = 0, clean = 1;
   while (rc == 0 && tag != 'R') {
-    double deadline = ht_now() + (compiled ? r->opt.timeout_s : r->opt.compile_timeout_s + GRACE_S);
+    double deadline =
+      ht_now() + (compiled ? r->opt.timeout_s + ht_heartbeat_gap(r->opt.timeout_s) : r->opt.compile_timeout_s + GRACE_S);
     rc = read_worker(r, &tag, 1, deadline);
     if (rc == 0 && tag == 'C') compiled = 1;
     else if (rc == 0 && tag == 'R' && !(rc = read_worker(r, out, sizeof *out, deadline)))
@@ -292,6 +293,7 @@ struct watchdog {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   double deadline, limit_s; /* deadline 0: disarmed */
+  double wake_at;           /* when the thread wakes by itself */
   const char *what, *limit;
   char config[512];
   int stop;
@@ -315,20 +317,24 @@ static void *watchdog_main(void *arg) {
     double now = ht_now(), until = w->deadline > 0 ? w->deadline : now + 3600;
     if (w->deadline > 0 && now >= w->deadline) watchdog_fire(w);
     struct timespec ts = {(time_t)until, (long)((until - floor(until)) * 1e9)};
+    w->wake_at = until;
     pthread_cond_timedwait(&w->cv, &w->mu, &ts);
   }
   pthread_mutex_unlock(&w->mu);
   return NULL;
 }
 
-/* Arms the watchdog for `seconds` from now (0: disarms it); what and limit name the phase. */
-static void watchdog_arm(watchdog *w, double seconds, const char *what, const char *limit) {
+/* Arms the watchdog for `seconds` plus `slack` from now (0: disarms it); what and limit name the
+ * phase, whose limit is `seconds`. */
+static void watchdog_arm(watchdog *w, double seconds, double slack, const char *what, const char *limit) {
   pthread_mutex_lock(&w->mu);
-  w->deadline = seconds > 0 ? ht_now() + fmin(seconds, 1e9) : 0;
+  w->deadline = seconds > 0 ? ht_now() + fmin(seconds + slack, 1e9) : 0;
   w->limit_s = seconds;
   w->what = what;
   w->limit = limit;
-  pthread_cond_signal(&w->cv);
+  /* Waking the thread at every kernel run would cost a context switch each time; it needs waking
+   * only to keep an earlier deadline than the one it sleeps until (later ones it finds itself). */
+  if (w->deadline > 0 && w->deadline < w->wake_at) pthread_cond_signal(&w->cv);
   pthread_mutex_unlock(&w->mu);
 }
 
@@ -366,15 +372,16 @@ static void watchdog_stop(watchdog *w) {
 
 static void local_progress(char phase, void *ctx) {
   ht_runner *r = ctx;
-  if (phase == 'C' || phase == 'H') watchdog_arm(r->wd, r->opt.timeout_s, "a kernel run", "run timeout");
+  if (phase == 'C' || phase == 'H')
+    watchdog_arm(r->wd, r->opt.timeout_s, ht_heartbeat_gap(r->opt.timeout_s), "a kernel run", "run timeout");
 }
 
 static ht_status create_local(ht_runner *r) {
   ht_status st = watchdog_start(&r->wd); /* first: its thread belongs to the evaluator's baseline */
   if (st) return st;
-  watchdog_arm(r->wd, r->opt.setup_timeout_s + GRACE_S, "setup (device, data, reference)", "setup timeout");
+  watchdog_arm(r->wd, r->opt.setup_timeout_s, GRACE_S, "setup (device, data, reference)", "setup timeout");
   st = ht_evaluator_create(r->spec, r->device_id, &r->opt, NULL, NULL, &r->local);
-  watchdog_arm(r->wd, 0, NULL, NULL);
+  watchdog_arm(r->wd, 0, 0, NULL, NULL);
   if (!st) r->info = *ht_evaluator_device(r->local);
   return st;
 }
@@ -390,9 +397,9 @@ static ht_status evaluate_local(ht_runner *r, const ht_config *cfg, ht_result *o
   pthread_mutex_lock(&r->wd->mu);
   snprintf(r->wd->config, sizeof r->wd->config, "%s", config);
   pthread_mutex_unlock(&r->wd->mu);
-  watchdog_arm(r->wd, r->opt.compile_timeout_s + GRACE_S, "compilation", "compile timeout");
+  watchdog_arm(r->wd, r->opt.compile_timeout_s, GRACE_S, "compilation", "compile timeout");
   int clean = ht_evaluator_run(r->local, cfg, out, local_progress, r); /* a kernel left running is never unloaded */
-  watchdog_arm(r->wd, 0, NULL, NULL);
+  watchdog_arm(r->wd, 0, 0, NULL, NULL);
   if (!clean) snprintf(r->left, sizeof r->left, "config %s", config);
   return HT_OK;
 }
