@@ -24,14 +24,6 @@ static json_t *texts(char *const *list, int n) {
   return a;
 }
 
-static json_t *value_json(ht_value v) {
-  switch (v.kind) {
-  case HT_VAL_INT: return json_integer(v.u.i);
-  case HT_VAL_FLOAT: return json_real(v.u.f);
-  default: return json_string(v.u.s);
-  }
-}
-
 /* language, source, entry, flags, defines and geometry: a kernel's and its reference's keys. */
 static void describe_source(const ht_kernel *k, json_t *o, int *ok) {
   if (!k->has_source) return;
@@ -83,7 +75,7 @@ static json_t *describe_params(const ht_kernel *k, int *ok) {
     else {
       v = json_array();
       for (int j = 0; v && j < p->n; j++)
-        if (json_array_append_new(v, value_json(p->values[j]))) *ok = 0;
+        if (json_array_append_new(v, spec_value_json(p->values[j]))) *ok = 0;
     }
     put(o, p->name, v, ok);
   }

@@ -54,6 +54,10 @@ const char *spec_nearest(const char *word, const char *const *known);
 ht_status spec_string(spec_ctx *c, json_t *obj, const char *key, int required, const char **out);
 /* The JSON key a field's value sits under: "arguments.n.value" -> "value", "global[0]" -> "global". */
 void spec_field_key(const char *field, char *key, size_t len);
+/* A parameter's value as JSON (a new reference, NULL when out of memory). */
+json_t *spec_value_json(ht_value v);
+/* The spec's file, or its name for one built in code (no file): for messages. */
+const char *spec_label(const ht_spec *s);
 /* The text of an expression given as a JSON string or number (numbers formatted into buf). */
 ht_status spec_expr_text(spec_ctx *c, json_t *v, const char *field, char buf[64], const char **text);
 /* The kernel's keys of obj (the top level, or "reference" with prefix "reference.") into kk. */

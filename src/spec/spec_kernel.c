@@ -214,6 +214,8 @@ ht_status spec_parse_args(spec_ctx *c, json_t *root) {
 
 /* ---- use ---- */
 
+const char *spec_label(const ht_spec *s) { return s->path ? s->path : s->name; }
+
 ht_status ht_spec_set_size(ht_spec *s, const char *assignment) {
   const char *eq = strchr(assignment, '=');
   if (!eq) return ht_error(HT_ERR_INVALID, "--size %s: expected NAME=VALUE", assignment);
@@ -229,7 +231,7 @@ ht_status ht_spec_set_size(ht_spec *s, const char *assignment) {
     }
   ht_buf known = {0};
   for (int i = 0; i < s->n_sizes; i++) ht_buf_appendf(&known, "%s%s", i ? ", " : "", s->size_names[i]);
-  ht_status st = ht_error(HT_ERR_INVALID, "--size %s: %s has no size '%.*s' (sizes: %s)", assignment, s->path,
+  ht_status st = ht_error(HT_ERR_INVALID, "--size %s: %s has no size '%.*s' (sizes: %s)", assignment, spec_label(s),
                           (int)(eq - assignment), assignment, known.data ? known.data : "none");
   ht_buf_free(&known);
   return st;
@@ -293,7 +295,7 @@ ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_sp
   for (int i = s->first_size; i < s->slot_time_s && !st; i++) st = ht_space_set_constant(sp, s->names[i], vars[i]);
   for (int i = 0; i < s->n_constraints && !st; i++) {
     st = ht_space_add_constraint(sp, s->constraints[i]);
-    if (st) ht_error_prefix(st, "%s: constraints[%d]: ", s->path, i);
+    if (st) ht_error_prefix(st, "%s: constraints[%d]: ", spec_label(s), i);
   }
   free(vars);
   if (st) {
@@ -304,7 +306,7 @@ ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_sp
   return HT_OK;
 }
 
-static json_t *value_json(ht_value v) {
+json_t *spec_value_json(ht_value v) {
   switch (v.kind) {
   case HT_VAL_INT: return json_integer(v.u.i);
   case HT_VAL_FLOAT: return json_real(v.u.f);
@@ -316,7 +318,7 @@ char *ht_spec_space_json(const ht_spec *s) {
   json_t *o = json_object();
   for (int i = 0; i < s->n_params; i++) {
     json_t *arr = json_array();
-    for (int j = 0; j < s->params[i].n_values; j++) json_array_append_new(arr, value_json(s->params[i].values[j]));
+    for (int j = 0; j < s->params[i].n_values; j++) json_array_append_new(arr, spec_value_json(s->params[i].values[j]));
     json_object_set_new(o, s->params[i].name, arr);
   }
   char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -327,7 +329,7 @@ char *ht_spec_space_json(const ht_spec *s) {
 char *ht_spec_config_json(const ht_spec *s, const ht_space *space, const ht_config *cfg) {
   json_t *o = json_object();
   for (int i = 0; i < s->n_params; i++)
-    json_object_set_new(o, s->params[i].name, value_json(ht_space_value(space, i, cfg->idx[i])));
+    json_object_set_new(o, s->params[i].name, spec_value_json(ht_space_value(space, i, cfg->idx[i])));
   char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
   return text;
