@@ -9,6 +9,7 @@
 #include "hetune/result.h"
 #include "hetune/store.h"
 #include "hetune/spec.h"
+#include "hetune/kernel.h"
 #include "hetune/exec.h"
 #include "hetune/measure.h"
 #include "hetune/tune.h"

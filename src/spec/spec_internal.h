@@ -1,17 +1,18 @@
-/* Shared by the spec parser's files. */
+/* Shared by the spec parser's files: the JSON loader, one producer of the kernel builder
+ * (kernel_internal.h). It checks the file's shape and hands each value to the builder, whose
+ * errors it places at file:line:column. */
 #ifndef HT_SPEC_INTERNAL_H
 #define HT_SPEC_INTERNAL_H
 
 #include <jansson.h>
 
-#include "hetune/spec.h"
+#include "hetune/kernel.h"
 
 typedef struct spec_ctx {
   const char *path; /* the spec file, for messages */
   char *text;       /* its text, to locate values for line:column */
   const char *dir;  /* its folder: sources and data files are relative to it */
-  ht_spec *spec;
-  int with_times;   /* expressions may name time_s and time_ms (metrics only) */
+  ht_kernel *k;      /* the builder the file's values go to */
   const char *in_key; /* the object being read ("reference", "arguments"), NULL at the top */
   char in_field[64];  /* its name in messages: "reference", "arguments[2]" */
   const char *obj;    /* that object's text (its '{'), NULL at the top: errors point inside it */
@@ -51,12 +52,16 @@ const char *spec_nearest(const char *word, const char *const *known);
   "global", "grid", "problem", "grid_div", "local", "global_mul", "global_div", "local_mul", "local_div"
 #define SPEC_KERNEL_KEYS "language", "source", "entry", "flags", "defines", SPEC_GEOMETRY_KEYS
 ht_status spec_string(spec_ctx *c, json_t *obj, const char *key, int required, const char **out);
-ht_status spec_expr(spec_ctx *c, json_t *v, const char *field, ht_expr **out);
-ht_status spec_compile_text(spec_ctx *c, const char *text, const char *field, ht_expr **out);
-ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k);
+/* The JSON key a field's value sits under: "arguments.n.value" -> "value", "global[0]" -> "global". */
+void spec_field_key(const char *field, char *key, size_t len);
+/* A parameter's value as JSON (a new reference, NULL when out of memory). */
+json_t *spec_value_json(ht_value v);
+/* The spec's file, or its name for one built in code (no file): for messages. */
+const char *spec_label(const ht_spec *s);
+/* The text of an expression given as a JSON string or number (numbers formatted into buf). */
+ht_status spec_expr_text(spec_ctx *c, json_t *v, const char *field, char buf[64], const char **text);
+/* The kernel's keys of obj (the top level, or "reference" with prefix "reference.") into kk. */
+ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_kernel *kk);
 ht_status spec_parse_args(spec_ctx *c, json_t *root);
-ht_status spec_hash(spec_ctx *c, json_t *root);
-/* Checks each C kernel's definition against the prototype the argument list implies (spec_signature.c). */
-ht_status spec_check_signatures(spec_ctx *c);
 
 #endif

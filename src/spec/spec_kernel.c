@@ -1,4 +1,4 @@
-/* Spec parsing of kernels (source, geometry, defines) and arguments; binding and spaces. */
+/* Spec files' kernels (source, geometry, defines) and arguments into the builder; binding and spaces. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -7,141 +7,36 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hetune/spec.h"
-#include "spec/spec_internal.h"
+#include "spec/kernel_internal.h"
 
-static char *resolve(const char *dir, const char *file) {
-  if (file[0] == '/') return ht_strdup(file);
-  return ht_strfmt("%s/%s", dir, file);
-}
-
-/* Reads an optional array of expression strings into texts[3]; returns its length in *n. */
-static ht_status geometry_texts(spec_ctx *c, json_t *obj, const char *key, const char *prefix, char *texts[3],
-                                int *n) {
+/* An optional list of 1 to 3 expressions (0 to 3 for the forms that modify another) into kk. */
+static ht_status parse_geometry_form(spec_ctx *c, json_t *obj, ht_geometry form, const char *prefix, ht_kernel *kk) {
+  const char *key = kb_geometry_keys[form];
   json_t *arr = json_object_get(obj, key);
-  *n = 0;
   if (!arr) return HT_OK;
   /* an empty list is "no local size" for local and the like, but no geometry at all for these */
-  int form = !strcmp(key, "global") || !strcmp(key, "grid") || !strcmp(key, "problem");
-  if (!json_is_array(arr) || json_array_size(arr) > 3 || (form && json_array_size(arr) == 0))
+  int whole = form == HT_GEOM_GLOBAL || form == HT_GEOM_GRID || form == HT_GEOM_PROBLEM;
+  if (!json_is_array(arr) || json_array_size(arr) > 3 || (whole && json_array_size(arr) == 0))
     return spec_fail(c, key, NULL, HT_ERR_INVALID, "%s%s: expected a list of %s to 3 expressions", prefix, key,
-                     form ? "1" : "0");
+                     whole ? "1" : "0");
+  char buf[3][64];
+  const char *texts[3] = {NULL, NULL, NULL};
   for (size_t i = 0; i < json_array_size(arr); i++) {
     json_t *v = json_array_get(arr, i);
-    if (json_is_string(v)) texts[i] = ht_strdup(json_string_value(v));
-    else if (json_is_integer(v)) texts[i] = ht_strfmt("%lld", (long long)json_integer_value(v));
-    else return spec_fail(c, key, NULL, HT_ERR_INVALID, "%s%s[%zu]: expected an expression", prefix, key, i);
+    if (json_is_string(v)) texts[i] = json_string_value(v);
+    else if (json_is_integer(v)) {
+      snprintf(buf[i], sizeof buf[i], "%lld", (long long)json_integer_value(v));
+      texts[i] = buf[i];
+    } else return spec_fail(c, key, NULL, HT_ERR_INVALID, "%s%s[%zu]: expected an expression", prefix, key, i);
   }
-  *n = (int)json_array_size(arr);
-  return HT_OK;
+  return ht_kernel_set_geometry(kk, form, (int)json_array_size(arr), texts);
 }
 
-static void wrap(char **text, const char *fmt, const char *other) {
-  char *t = ht_strfmt(fmt, *text, other);
-  free(*text);
-  *text = t;
-}
-
-typedef struct geometry {
-  char *global[3], *grid[3], *problem[3], *div[3], *local[3], *gmul[3], *gdiv[3], *lmul[3], *ldiv[3];
-  int n_global, n_grid, n_problem, n_div, n_local, n_gmul, n_gdiv, n_lmul, n_ldiv;
-} geometry;
-
-static void geometry_free(geometry *g) {
-  char **all[] = {g->global, g->grid, g->problem, g->div, g->local, g->gmul, g->gdiv, g->lmul, g->ldiv};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    for (int d = 0; d < 3; d++) free(all[i][d]);
-}
-
-static ht_status read_geometry(spec_ctx *c, json_t *obj, const char *prefix, geometry *g) {
-  ht_status st;
-  if ((st = geometry_texts(c, obj, "global", prefix, g->global, &g->n_global)) ||
-      (st = geometry_texts(c, obj, "grid", prefix, g->grid, &g->n_grid)) ||
-      (st = geometry_texts(c, obj, "problem", prefix, g->problem, &g->n_problem)) ||
-      (st = geometry_texts(c, obj, "grid_div", prefix, g->div, &g->n_div)) ||
-      (st = geometry_texts(c, obj, "local", prefix, g->local, &g->n_local)) ||
-      (st = geometry_texts(c, obj, "global_mul", prefix, g->gmul, &g->n_gmul)) ||
-      (st = geometry_texts(c, obj, "global_div", prefix, g->gdiv, &g->n_gdiv)) ||
-      (st = geometry_texts(c, obj, "local_mul", prefix, g->lmul, &g->n_lmul)) ||
-      (st = geometry_texts(c, obj, "local_div", prefix, g->ldiv, &g->n_ldiv)))
-    return st;
-  int forms = (g->n_global > 0) + (g->n_grid > 0) + (g->n_problem > 0);
-  if (forms > 1)
-    return spec_fail(c, g->n_grid ? "grid" : "problem", NULL, HT_ERR_INVALID,
-                     "%sgive one of \"global\", \"grid\" or \"problem\"+\"grid_div\", not several", prefix);
-  if (g->n_div && !g->n_problem)
-    return spec_fail(c, "grid_div", NULL, HT_ERR_INVALID, "%sgrid_div needs \"problem\"", prefix);
-  return HT_OK;
-}
-
-/* Folds every geometry form into one global (total work-items) and one local text per dim. */
-static void combine_geometry(geometry *g, int dims, char *global[3], char *local[3]) {
-  for (int d = 0; d < dims; d++) {
-    local[d] = g->local[d] ? ht_strdup(g->local[d]) : NULL;
-    if (local[d] && g->lmul[d]) wrap(&local[d], "(%s)*(%s)", g->lmul[d]);
-    if (local[d] && g->ldiv[d]) wrap(&local[d], "(%s)/(%s)", g->ldiv[d]);
-    const char *l = local[d] ? local[d] : "1";
-    if (g->global[d]) global[d] = ht_strdup(g->global[d]);
-    else if (g->grid[d]) global[d] = ht_strfmt("(%s)*(%s)", g->grid[d], l);
-    else if (g->problem[d])
-      global[d] = ht_strfmt("ceil_div(%s, %s)*(%s)", g->problem[d], g->div[d] ? g->div[d] : l, l);
-    else global[d] = ht_strdup("1");
-    if (g->gmul[d]) wrap(&global[d], "(%s)*(%s)", g->gmul[d]);
-    if (g->gdiv[d]) wrap(&global[d], "(%s)/(%s)", g->gdiv[d]);
-  }
-}
-
-/* GPU kernels need a launch geometry, and no list may have more dimensions than it. */
-static ht_status check_dims(spec_ctx *c, const geometry *g, const char *prefix, ht_language lang, int form_dims) {
-  if (lang != HT_LANG_C && form_dims == 0)
-    return spec_fail(c, "language", NULL, HT_ERR_INVALID,
-                     "%smissing launch geometry: %s kernels need \"global\", \"grid\" or \"problem\"", prefix,
-                     ht_language_name(lang));
-  if (lang == HT_LANG_C) return HT_OK; /* a C function gets no geometry: whatever is given is unused */
-  const char *names[] = {"grid_div", "local", "global_mul", "global_div", "local_mul", "local_div"};
-  const int counts[] = {g->n_div, g->n_local, g->n_gmul, g->n_gdiv, g->n_lmul, g->n_ldiv};
-  for (int i = 0; i < 6; i++)
-    if (counts[i] > form_dims)
-      return spec_fail(c, names[i], NULL, HT_ERR_INVALID, "%s%s has %d dimensions, the launch geometry %d", prefix,
-                       names[i], counts[i], form_dims);
-  return HT_OK;
-}
-
-static ht_status parse_geometry(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
-  geometry g;
-  memset(&g, 0, sizeof g);
-  ht_status st = read_geometry(c, obj, prefix, &g);
-  int form_dims = g.n_global > g.n_grid ? g.n_global : g.n_grid;
-  if (g.n_problem > form_dims) form_dims = g.n_problem;
-  int dims = form_dims > g.n_local ? form_dims : g.n_local;
-  if (!st) st = check_dims(c, &g, prefix, k->lang, form_dims);
-  char *global[3] = {0}, *local[3] = {0};
-  if (!st) combine_geometry(&g, dims, global, local);
-  k->dims = st ? 0 : dims;
-  for (int d = 0; d < dims && !st; d++) {
-    char field[64];
-    snprintf(field, sizeof field, "%sglobal[%d]", prefix, d);
-    st = spec_compile_text(c, global[d], field, &k->global[d]);
-    snprintf(field, sizeof field, "%slocal[%d]", prefix, d);
-    if (!st && local[d]) st = spec_compile_text(c, local[d], field, &k->local[d]);
-  }
-  for (int d = 0; d < 3; d++) {
-    free(global[d]);
-    free(local[d]);
-  }
-  geometry_free(&g);
-  return st;
-}
-
-static ht_status parse_defines(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
+static ht_status parse_defines(spec_ctx *c, json_t *obj, const char *prefix, ht_kernel *kk) {
   json_t *defs = json_object_get(obj, "defines");
   if (!defs) return HT_OK;
   if (!json_is_object(defs))
     return spec_fail(c, "defines", NULL, HT_ERR_INVALID, "%sdefines: expected an object NAME: value", prefix);
-  size_t n = json_object_size(defs);
-  k->define_names = calloc(n + 1, sizeof(char *));
-  k->define_values = calloc(n + 1, sizeof(char *));
-  if (!k->define_names || !k->define_values) return ht_error(HT_ERR_NOMEM, "out of memory");
   const char *key, *outer = spec_enter(c, "defines");
   json_t *v;
   json_object_foreach(defs, key, v) {
@@ -150,14 +45,15 @@ static ht_status parse_defines(spec_ctx *c, json_t *obj, const char *prefix, ht_
                 : json_is_real(v)    ? ht_strfmt("%.17g", json_real_value(v))
                                      : NULL;
     if (!val) return spec_fail(c, key, NULL, HT_ERR_INVALID, "%sdefines.%s: expected a string or number", prefix, key);
-    k->define_names[k->n_defines] = ht_strdup(key);
-    k->define_values[k->n_defines++] = val;
+    ht_status st = ht_kernel_add_define(kk, key, val);
+    free(val);
+    if (st) return st;
   }
   c->obj = outer;
   return HT_OK;
 }
 
-ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_spec_kernel *k) {
+ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_kernel *kk) {
   static const char *const keys[] = {SPEC_KERNEL_KEYS, NULL};
   const char *lang, *source, *entry, *flags;
   ht_status st;
@@ -170,91 +66,66 @@ ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_spe
       (st = spec_string(c, obj, "entry", 1, &entry)) || (st = spec_string(c, obj, "flags", 0, &flags)))
     return st;
   c->in_key = NULL;
-  if (ht_language_parse(lang, &k->lang))
+  ht_language l;
+  if (ht_language_parse(lang, &l))
     return spec_fail(c, "language", lang, HT_ERR_INVALID, "%slanguage: unknown \"%s\" (expected c, opencl or cuda)",
                      prefix, lang);
-  k->source_path = resolve(c->dir, source);
-  k->entry = ht_strdup(entry);
-  k->flags = flags ? ht_strdup(flags) : NULL;
-  if (!k->source_path || !k->entry) return ht_error(HT_ERR_NOMEM, "out of memory");
-  if (ht_read_file(k->source_path, &k->source_text, NULL))
-    return spec_fail(c, "source", source, HT_ERR_IO, "%ssource: %s", prefix, ht_last_error());
-  if ((st = parse_defines(c, obj, prefix, k)) || (st = parse_geometry(c, obj, prefix, k))) return st;
+  /* the source is read when the kernel is finished: relative to the spec's folder (the base) */
+  if ((st = ht_kernel_set_source(kk, l, NULL, source)) || (st = ht_kernel_set_entry(kk, entry)) ||
+      (flags && (st = ht_kernel_set_flags(kk, flags))) || (st = parse_defines(c, obj, prefix, kk)))
+    return st;
+  for (int g = 0; g < HT_GEOM_COUNT; g++)
+    if ((st = parse_geometry_form(c, obj, (ht_geometry)g, prefix, kk))) return st;
   c->obj = NULL;
   return HT_OK;
 }
 
 /* ---- arguments ---- */
 
-static ht_status parse_init(spec_ctx *c, json_t *v, const char *name, ht_spec_arg *a) {
-  a->lo = -1;
-  a->hi = 1;
-  if (!ht_dtype_is_float(a->type)) {
-    a->lo = 0;
-    a->hi = 100;
-  }
-  if (!v) {
-    a->init = (a->access & HT_ACCESS_READ) ? HT_INIT_RANDOM : HT_INIT_ZEROS;
-    return HT_OK;
-  }
+static ht_status init_object(spec_ctx *c, json_t *v, const char *name, const char *where, const char *text) {
+  /* one form at a time: {"fill": 2, "random": [0, 1]} would leave one of them unused */
+  json_t *r = json_object_get(v, "random"), *f = json_object_get(v, "fill"), *file = json_object_get(v, "file");
+  int one = json_is_object(v) && json_object_size(v) == 1;
+  if (one && json_is_array(r) && json_array_size(r) == 2 && json_is_number(json_array_get(r, 0)) &&
+      json_is_number(json_array_get(r, 1)))
+    return ht_kernel_set_init_random(c->k, name, json_number_value(json_array_get(r, 0)),
+                                     json_number_value(json_array_get(r, 1)));
+  if (one && json_is_number(f)) return ht_kernel_set_init_fill(c->k, name, json_number_value(f));
+  if (one && json_is_string(file)) return ht_kernel_set_init_file(c->k, name, json_string_value(file));
+  return spec_fail_at(c, text, HT_ERR_INVALID, "%s: expected random, zeros, ramp, "
+                      "{\"fill\": x}, {\"random\": [lo, hi]} or {\"file\": path}", where);
+}
+
+static ht_status parse_init(spec_ctx *c, json_t *v, const char *name) {
+  if (!v) return HT_OK; /* the builder's default: random for a buffer the kernel reads */
   if (json_is_string(v)) {
     const char *s = json_string_value(v);
-    if (strcmp(s, "random") == 0) a->init = HT_INIT_RANDOM;
-    else if (strcmp(s, "zeros") == 0) a->init = HT_INIT_ZEROS;
-    else if (strcmp(s, "ramp") == 0) a->init = HT_INIT_RAMP;
-    else
-      return spec_fail(c, "init", s, HT_ERR_INVALID,
-                       "arguments.%s.init: unknown \"%s\" (expected random, zeros, ramp, {\"fill\": x}, "
-                       "{\"random\": [lo, hi]} or {\"file\": path})", name, s);
-    return HT_OK;
+    if (strcmp(s, "random") == 0) return ht_kernel_set_init(c->k, name, HT_INIT_RANDOM);
+    if (strcmp(s, "zeros") == 0) return ht_kernel_set_init(c->k, name, HT_INIT_ZEROS);
+    if (strcmp(s, "ramp") == 0) return ht_kernel_set_init(c->k, name, HT_INIT_RAMP);
+    return spec_fail(c, "init", s, HT_ERR_INVALID,
+                     "arguments.%s.init: unknown \"%s\" (expected random, zeros, ramp, {\"fill\": x}, "
+                     "{\"random\": [lo, hi]} or {\"file\": path})", name, s);
   }
   static const char *const keys[] = {"random", "fill", "file", NULL};
   char where[96];
   snprintf(where, sizeof where, "arguments.%.60s.init", name);
   const char *text = spec_text_member(c->obj, "init", 1);
   ht_status st = json_is_object(v) ? spec_check_keys(c, v, text, where, keys) : HT_OK;
-  if (st) return st;
-  /* one form at a time: {"fill": 2, "random": [0, 1]} would leave one of them unused */
-  json_t *r = json_object_get(v, "random"), *f = json_object_get(v, "fill"), *file = json_object_get(v, "file");
-  int one = json_is_object(v) && json_object_size(v) == 1;
-  if (one && json_is_array(r) && json_array_size(r) == 2 && json_is_number(json_array_get(r, 0)) &&
-      json_is_number(json_array_get(r, 1))) {
-    a->init = HT_INIT_RANDOM;
-    a->lo = json_number_value(json_array_get(r, 0));
-    a->hi = json_number_value(json_array_get(r, 1));
-  } else if (one && json_is_number(f)) {
-    a->init = HT_INIT_FILL;
-    a->fill = json_number_value(f);
-  } else if (one && json_is_string(file)) {
-    a->init = HT_INIT_FILE;
-    a->file = resolve(c->dir, json_string_value(file));
-    if (a->file && access(a->file, R_OK) != 0)
-      return spec_fail(c, "file", json_string_value(file), HT_ERR_IO, "%s.file: %s: %s", where,
-                       json_string_value(file), strerror(errno));
-  } else {
-    return spec_fail_at(c, text, HT_ERR_INVALID, "%s: expected random, zeros, ramp, "
-                        "{\"fill\": x}, {\"random\": [lo, hi]} or {\"file\": path}", where);
-  }
-  return HT_OK;
+  return st ? st : init_object(c, v, name, where, text);
 }
 
-static ht_status parse_access(spec_ctx *c, json_t *arg, const char *name, ht_spec_arg *a) {
+static ht_status parse_access(spec_ctx *c, json_t *arg, const char *name, ht_access *out) {
   const char *acc;
   ht_status st = spec_string(c, arg, "access", 0, &acc);
   if (st) return st;
-  if (!acc || strcmp(acc, "read") == 0) a->access = HT_ACCESS_READ;
-  else if (strcmp(acc, "write") == 0) a->access = HT_ACCESS_WRITE;
-  else if (strcmp(acc, "readwrite") == 0) a->access = HT_ACCESS_READWRITE;
+  if (!acc || strcmp(acc, "read") == 0) *out = HT_ACCESS_READ;
+  else if (strcmp(acc, "write") == 0) *out = HT_ACCESS_WRITE;
+  else if (strcmp(acc, "readwrite") == 0) *out = HT_ACCESS_READWRITE;
   else
     return spec_fail(c, "access", acc, HT_ERR_INVALID,
                      "arguments.%s.access: unknown \"%s\" (expected read, write or readwrite)", name, acc);
   return HT_OK;
-}
-
-static int uses_params(const ht_spec *s, const ht_expr *e) {
-  for (int i = 0; i < s->n_params; i++)
-    if (ht_expr_uses(e, i)) return 1;
-  return 0;
 }
 
 /* A scalar has a type and a value; reading, writing and initial contents are for buffers. */
@@ -269,26 +140,36 @@ static ht_status check_scalar_keys(spec_ctx *c, json_t *arg, const char *name) {
 
 /* "stop": true: the flag of cooperative cancellation, an int32 the runtime owns and the kernel polls;
  * it has no length, value, access or initial contents. */
-static ht_status parse_stop_flag(spec_ctx *c, json_t *arg, json_t *stop, const char *name, ht_spec_arg *a) {
+static ht_status parse_stop_flag(spec_ctx *c, json_t *arg, json_t *stop, const char *name, ht_dtype type) {
   if (!json_is_true(stop))
     return spec_fail_at(c, spec_text_member(c->obj, "stop", 0), HT_ERR_INVALID,
                         "arguments.%s.stop: expected true (the argument is the stop flag)", name);
-  if (a->type != HT_DTYPE_I32)
+  if (type != HT_DTYPE_I32)
     return spec_fail(c, "type", NULL, HT_ERR_INVALID, "arguments.%s: the stop flag's type is int32", name);
   static const char *const others[] = {"buffer", "value", "access", "init"};
   for (int i = 0; i < 4; i++)
     if (json_object_get(arg, others[i]))
       return spec_fail_at(c, spec_text_member(c->obj, others[i], 0), HT_ERR_INVALID,
                           "arguments.%s: the stop flag has no \"%s\"", name, others[i]);
-  a->is_stop_flag = 1;
-  return HT_OK;
+  return ht_kernel_add_stop_flag(c->k, name);
 }
 
-static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i, ht_spec_arg *a) {
+static ht_status parse_buffer(spec_ctx *c, json_t *arg, json_t *len, const char *name, ht_dtype type) {
+  char field[128], buf[64];
+  const char *text;
+  ht_access access = HT_ACCESS_READ;
+  snprintf(field, sizeof field, "arguments.%.60s.buffer", name);
+  ht_status st;
+  if ((st = spec_expr_text(c, len, field, buf, &text)) || (st = parse_access(c, arg, name, &access)) ||
+      (st = ht_kernel_add_buffer(c->k, name, type, text, access)))
+    return st;
+  return parse_init(c, json_object_get(arg, "init"), name);
+}
+
+static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i) {
   static const char *const keys[] = {"name", "type", "buffer", "value", "init", "access", "stop", NULL};
-  ht_spec *s = c->spec;
   const char *name, *type;
-  char field[128];
+  ht_dtype dtype;
   ht_status st;
   if (!json_is_object(arg))
     return spec_fail(c, "arguments", NULL, HT_ERR_INVALID, "arguments[%zu]: expected an object", i);
@@ -297,40 +178,21 @@ static ht_status parse_arg(spec_ctx *c, json_t *arg, size_t i, ht_spec_arg *a) {
   if ((st = spec_check_keys(c, arg, c->obj, c->in_field, keys))) return st;
   if ((st = spec_string(c, arg, "name", 1, &name)) || (st = spec_string(c, arg, "type", 1, &type)))
     return st;
-  a->name = ht_strdup(name);
-  if (ht_dtype_parse(type, &a->type) || strpbrk(type, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+  if (ht_dtype_parse(type, &dtype) || strpbrk(type, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
     return spec_fail(c, "type", type, HT_ERR_INVALID, "arguments.%s.type: unknown type \"%s\" (expected float, "
                      "double, int32, uint32, int64, uint64, int8 or uint8)", name, type);
   json_t *len = json_object_get(arg, "buffer"), *val = json_object_get(arg, "value");
   json_t *stop = json_object_get(arg, "stop");
-  if (stop) return parse_stop_flag(c, arg, stop, name, a);
+  if (stop) return parse_stop_flag(c, arg, stop, name, dtype);
   if ((len != NULL) == (val != NULL))
     return spec_fail_at(c, c->obj, HT_ERR_INVALID,
                         "arguments.%s: give either \"buffer\" (a length) or \"value\" (a scalar)", name);
-  if (val) {
-    snprintf(field, sizeof field, "arguments.%.60s.value", name);
-    if ((st = check_scalar_keys(c, arg, name))) return st;
-    return spec_expr(c, val, field, &a->value);
-  }
-  a->is_buffer = 1;
-  snprintf(field, sizeof field, "arguments.%.60s.buffer", name);
-  if ((st = spec_expr(c, len, field, &a->length))) return st;
-  if (uses_params(s, a->length))
-    return spec_fail(c, "buffer", NULL, HT_ERR_INVALID,
-                     "%s: a buffer's length may use sizes but not parameters (data must be the same for every config)",
-                     field);
-  if ((st = parse_access(c, arg, name, a))) return st;
-  return parse_init(c, json_object_get(arg, "init"), name, a);
-}
-
-/* Verification compares the written buffers: a kernel that writes none could not be checked. */
-static ht_status check_outputs(spec_ctx *c) {
-  const ht_spec *s = c->spec;
-  for (int i = 0; i < s->n_args; i++)
-    if (s->args[i].is_buffer && (s->args[i].access & HT_ACCESS_WRITE)) return HT_OK;
-  return spec_fail(c, "arguments", NULL, HT_ERR_INVALID,
-                   "arguments: no buffer is written (\"access\": \"write\" or \"readwrite\"), so no output could be "
-                   "checked");
+  if (len) return parse_buffer(c, arg, len, name, dtype);
+  char field[128], buf[64];
+  const char *text;
+  snprintf(field, sizeof field, "arguments.%.60s.value", name);
+  if ((st = check_scalar_keys(c, arg, name)) || (st = spec_expr_text(c, val, field, buf, &text))) return st;
+  return ht_kernel_add_scalar(c->k, name, dtype, text);
 }
 
 ht_status spec_parse_args(spec_ctx *c, json_t *root) {
@@ -339,45 +201,20 @@ ht_status spec_parse_args(spec_ctx *c, json_t *root) {
     return spec_fail_at(c, spec_text_root(c), HT_ERR_INVALID, "missing required field \"arguments\"");
   if (!json_is_array(args))
     return spec_fail(c, "arguments", NULL, HT_ERR_INVALID, "\"arguments\" must be a list of the kernel's arguments");
-  ht_spec *s = c->spec;
-  s->args = calloc(json_array_size(args) + 1, sizeof(ht_spec_arg));
-  if (!s->args) return ht_error(HT_ERR_NOMEM, "out of memory");
   const char *text = spec_text_member(spec_text_root(c), "arguments", 1);
   for (size_t i = 0; i < json_array_size(args); i++) {
     c->obj = spec_text_element(text, i);
-    ht_status st = parse_arg(c, json_array_get(args, i), i, &s->args[i]);
-    s->n_args = (int)i + 1;
+    ht_status st = parse_arg(c, json_array_get(args, i), i);
     if (st) return st;
   }
   c->in_key = NULL;
   c->obj = NULL;
-  return check_outputs(c);
-}
-
-/* The kernel's identity: sources, the headers they include (by content) and every field that
- * changes what is measured. Sizes, parameters, constraints and metrics are left out: they do not
- * change a stored measurement. */
-ht_status spec_hash(spec_ctx *c, json_t *root) {
-  ht_spec *s = c->spec;
-  json_t *copy = json_deep_copy(root);
-  if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
-  const char *skip[] = {"sizes", "parameters", "constraints", "metrics", "work", "name", "$schema"};
-  for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) json_object_del(copy, skip[i]);
-  char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT);
-  json_decref(copy);
-  uint64_t h = ht_hash_str(text ? text : "", 0);
-  free(text);
-  h = ht_hash_str(s->kernel.source_text, h);
-  h = ht_include_hash(s->kernel.source_text, s->kernel.source_path, s->kernel.flags, h);
-  if (s->has_reference) {
-    h = ht_hash_str(s->reference.source_text, h);
-    h = ht_include_hash(s->reference.source_text, s->reference.source_path, s->reference.flags, h);
-  }
-  ht_hash_hex(h, s->source_hash);
   return HT_OK;
 }
 
 /* ---- use ---- */
+
+const char *spec_label(const ht_spec *s) { return s->path ? s->path : s->name; }
 
 ht_status ht_spec_set_size(ht_spec *s, const char *assignment) {
   const char *eq = strchr(assignment, '=');
@@ -394,7 +231,7 @@ ht_status ht_spec_set_size(ht_spec *s, const char *assignment) {
     }
   ht_buf known = {0};
   for (int i = 0; i < s->n_sizes; i++) ht_buf_appendf(&known, "%s%s", i ? ", " : "", s->size_names[i]);
-  ht_status st = ht_error(HT_ERR_INVALID, "--size %s: %s has no size '%.*s' (sizes: %s)", assignment, s->path,
+  ht_status st = ht_error(HT_ERR_INVALID, "--size %s: %s has no size '%.*s' (sizes: %s)", assignment, spec_label(s),
                           (int)(eq - assignment), assignment, known.data ? known.data : "none");
   ht_buf_free(&known);
   return st;
@@ -458,7 +295,7 @@ ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_sp
   for (int i = s->first_size; i < s->slot_time_s && !st; i++) st = ht_space_set_constant(sp, s->names[i], vars[i]);
   for (int i = 0; i < s->n_constraints && !st; i++) {
     st = ht_space_add_constraint(sp, s->constraints[i]);
-    if (st) ht_error_prefix(st, "%s: constraints[%d]: ", s->path, i);
+    if (st) ht_error_prefix(st, "%s: constraints[%d]: ", spec_label(s), i);
   }
   free(vars);
   if (st) {
@@ -469,7 +306,7 @@ ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_sp
   return HT_OK;
 }
 
-static json_t *value_json(ht_value v) {
+json_t *spec_value_json(ht_value v) {
   switch (v.kind) {
   case HT_VAL_INT: return json_integer(v.u.i);
   case HT_VAL_FLOAT: return json_real(v.u.f);
@@ -481,7 +318,7 @@ char *ht_spec_space_json(const ht_spec *s) {
   json_t *o = json_object();
   for (int i = 0; i < s->n_params; i++) {
     json_t *arr = json_array();
-    for (int j = 0; j < s->params[i].n_values; j++) json_array_append_new(arr, value_json(s->params[i].values[j]));
+    for (int j = 0; j < s->params[i].n_values; j++) json_array_append_new(arr, spec_value_json(s->params[i].values[j]));
     json_object_set_new(o, s->params[i].name, arr);
   }
   char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -492,7 +329,7 @@ char *ht_spec_space_json(const ht_spec *s) {
 char *ht_spec_config_json(const ht_spec *s, const ht_space *space, const ht_config *cfg) {
   json_t *o = json_object();
   for (int i = 0; i < s->n_params; i++)
-    json_object_set_new(o, s->params[i].name, value_json(ht_space_value(space, i, cfg->idx[i])));
+    json_object_set_new(o, s->params[i].name, spec_value_json(ht_space_value(space, i, cfg->idx[i])));
   char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(o);
   return text;

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "device/backend.h"
-#include "spec/spec_internal.h"
+#include "spec/kernel_internal.h"
 
 /* The compiler's own predefined types, so int64 is whatever int64_t is on this machine. */
 static const char *c_type(ht_dtype t) {
@@ -245,10 +245,7 @@ static int rest_matches(const ht_spec *s, int a, char params[][128], int n, int 
 
 /* The error for a conflict, naming the argument where the kernel's type is known; HT_OK when the
  * conflict is one this check tolerates (const on a pointer's target, the return type). */
-static ht_status explain(spec_ctx *c, const ht_spec_kernel *k, const conflict *cf) {
-  const ht_spec *s = c->spec;
-  const char *list = spec_text_member(spec_text_root(c), "arguments", 0);
-  const char *args = spec_text_member(spec_text_root(c), "arguments", 1);
+static ht_status explain(const ht_kernel *kb, const ht_spec *s, const ht_spec_kernel *k, const conflict *cf) {
   char who[700], params[65][128];
   snprintf(who, sizeof who, "%s%s (%s)", k == &s->reference ? "reference " : "", k->entry,
            cf->where[0] ? cf->where : k->source_path);
@@ -256,26 +253,29 @@ static ht_status explain(spec_ctx *c, const ht_spec_kernel *k, const conflict *c
   if (n < 0) {
     char decl[1024];
     spec_declaration(s, k->entry, decl, sizeof decl);
-    return spec_fail_at(c, list, HT_ERR_INVALID, "arguments: %s does not take them as the spec lists them, %s (%s)",
-                        who, decl, cf->message);
+    return kb_fail(kb, SPEC_AT_TOP, 0, "arguments", NULL, HT_ERR_INVALID,
+                   "arguments: %s does not take them as the spec lists them, %s (%s)", who, decl, cf->message);
   }
   int i = 0;
   while (i < n && i < s->n_args && param_matches(&s->args[i], params[i])) i++;
   if (i == n && i == s->n_args) return HT_OK;
+  /* at the argument the message names, or at the list when it names none */
+  const spec_area area = i < s->n_args ? SPEC_AT_ARG : SPEC_AT_TOP;
+  const char *key = i < s->n_args ? NULL : "arguments";
   if (i < n && (i == s->n_args || rest_matches(s, i, params, n, i + 1)))
-    return spec_fail_at(c, i < s->n_args ? spec_text_element(args, (size_t)i) : list, HT_ERR_INVALID,
-                        "arguments: %s takes %d parameters, the spec lists %d: parameter %d ('%s') has no argument%s%s%s",
-                        who, n, s->n_args, i + 1, params[i], i < s->n_args ? " (before \"" : "",
-                        i < s->n_args ? s->args[i].name : "", i < s->n_args ? "\")" : "");
+    return kb_fail(kb, area, i, key, NULL, HT_ERR_INVALID,
+                   "arguments: %s takes %d parameters, the spec lists %d: parameter %d ('%s') has no argument%s%s%s",
+                   who, n, s->n_args, i + 1, params[i], i < s->n_args ? " (before \"" : "",
+                   i < s->n_args ? s->args[i].name : "", i < s->n_args ? "\")" : "");
   if (i < s->n_args && (i == n || rest_matches(s, i + 1, params, n, i)))
-    return spec_fail_at(c, spec_text_element(args, (size_t)i), HT_ERR_INVALID,
-                        "arguments[%d] \"%s\": %s has no parameter for it (it takes %d, the spec lists %d)", i,
-                        s->args[i].name, who, n, s->n_args);
-  return spec_fail_at(c, spec_text_element(args, (size_t)i), HT_ERR_INVALID,
-                      "arguments[%d] \"%s\": the spec's %s %s does not match parameter %d of %s, '%s'", i,
-                      s->args[i].name, ht_dtype_name(s->args[i].type),
-                      s->args[i].is_stop_flag ? "stop flag (volatile int32_t *)" : s->args[i].is_buffer ? "buffer" : "scalar",
-                      i + 1, who, params[i]);
+    return kb_fail(kb, area, i, key, NULL, HT_ERR_INVALID,
+                   "arguments[%d] \"%s\": %s has no parameter for it (it takes %d, the spec lists %d)", i,
+                   s->args[i].name, who, n, s->n_args);
+  return kb_fail(kb, area, i, key, NULL, HT_ERR_INVALID,
+                 "arguments[%d] \"%s\": the spec's %s %s does not match parameter %d of %s, '%s'", i, s->args[i].name,
+                 ht_dtype_name(s->args[i].type),
+                 s->args[i].is_stop_flag ? "stop flag (volatile int32_t *)" : s->args[i].is_buffer ? "buffer" : "scalar",
+                 i + 1, who, params[i]);
 }
 
 /* ---- the check, cached ---- */
@@ -305,7 +305,7 @@ static ht_status skipped(ht_status st) {
 }
 
 /* Compiles the kernel's source followed by the declaration and judges the compiler's output. */
-static ht_status run_check(spec_ctx *c, const ht_spec_kernel *k, const char *text, const ht_defines *defs,
+static ht_status run_check(const ht_kernel *kb, const ht_spec *s, const ht_spec_kernel *k, const char *text, const ht_defines *defs,
                            int *passed) {
   ht_source src = {HT_LANG_C, text, k->source_path, k->entry, k->flags};
   char *log = NULL;
@@ -320,27 +320,27 @@ static ht_status run_check(spec_ctx *c, const ht_spec_kernel *k, const char *tex
     *passed = 1;
     return HT_OK;
   }
-  st = explain(c, k, &cf);
+  st = explain(kb, s, k, &cf);
   *passed = st == HT_OK;
   return st;
 }
 
-static ht_status check_kernel(spec_ctx *c, const ht_spec_kernel *k, const ht_value *vars, int with_params) {
+static ht_status check_kernel(const ht_kernel *kb, const ht_spec *s, const ht_spec_kernel *k, const ht_value *vars, int with_params) {
   ht_spec_defines defs;
-  ht_spec_defines_fill(c->spec, k, vars, with_params, &defs);
+  ht_spec_defines_fill(s, k, vars, with_params, &defs);
   ht_defines d = {defs.n, defs.names, defs.values};
   ht_buf text = {0};
   line_directive(&text, k->source_path);
   ht_buf_append(&text, k->source_text);
   ht_buf_append(&text, "\n");
   line_directive(&text, appended);
-  appendix(c->spec, k->entry, &text);
+  appendix(s, k->entry, &text);
   char *marker = NULL;
   ht_status st = text.failed ? ht_error(HT_ERR_NOMEM, "out of memory") : HT_OK;
   if (!st) st = skipped(marker_path(text.data, &d, k, &marker));
   int passed = 0;
   if (!st && marker && access(marker, F_OK) != 0) {
-    st = run_check(c, k, text.data, &d, &passed);
+    st = run_check(kb, s, k, text.data, &d, &passed);
     if (passed) ht_write_file_atomic(marker, "ok\n", 3); /* a cache: failing to write it costs a recheck */
   }
   free(marker);
@@ -348,15 +348,14 @@ static ht_status check_kernel(spec_ctx *c, const ht_spec_kernel *k, const ht_val
   return st;
 }
 
-ht_status spec_check_signatures(spec_ctx *c) {
-  ht_spec *s = c->spec;
+ht_status kb_check_signatures(const ht_kernel *kb, ht_spec *s) {
   if (s->kernel.lang != HT_LANG_C && !(s->has_reference && s->reference.lang == HT_LANG_C)) return HT_OK;
   ht_value *vars = calloc((size_t)s->n_names, sizeof(ht_value));
   if (!vars) return ht_error(HT_ERR_NOMEM, "out of memory");
   ht_spec_bind(s, NULL, NULL, NULL, vars); /* the first value of every parameter */
   ht_status st = HT_OK;
-  if (s->kernel.lang == HT_LANG_C) st = check_kernel(c, &s->kernel, vars, 1);
-  if (!st && s->has_reference && s->reference.lang == HT_LANG_C) st = check_kernel(c, &s->reference, vars, 0);
+  if (s->kernel.lang == HT_LANG_C) st = check_kernel(kb, s, &s->kernel, vars, 1);
+  if (!st && s->has_reference && s->reference.lang == HT_LANG_C) st = check_kernel(kb, s, &s->reference, vars, 0);
   free(vars);
   return st;
 }
