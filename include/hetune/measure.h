@@ -43,6 +43,12 @@ typedef struct ht_runner ht_runner;
  * ended the worker, or the setup timeout), bad sizes, a timeout that is not positive. */
 ht_status ht_runner_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
                            ht_runner **out);
+/* As ht_runner_create, but an isolated runner returns as soon as its worker has opened the device
+ * (ht_runner_device is valid): the worker makes the data and computes the reference while the
+ * caller goes on (builds the space, initialises a strategy), and the first ht_runner_evaluate
+ * waits for it and returns the setup's errors. An in-process runner is ready on return. */
+ht_status ht_runner_start(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                          ht_runner **out);
 void ht_runner_destroy(ht_runner *r);
 const ht_device_info *ht_runner_device(const ht_runner *r);
 

@@ -212,11 +212,9 @@ static ht_status watch_leftovers(ht_evaluator *ev) {
   return st;
 }
 
-static ht_status setup(ht_evaluator *ev, const char *device_id, ht_progress_fn progress, void *ctx) {
+static ht_status prepare(ht_evaluator *ev, ht_progress_fn progress, void *ctx) {
   const ht_spec *spec = ev->spec;
-  ht_status st = ht_device_open(device_id, &ev->dev);
-  if (!st && progress) progress('D', ctx);
-  if (!st) st = ht_exec_kernel_for(spec, ev->dev, &ev->run);
+  ht_status st = ht_exec_kernel_for(spec, ev->dev, &ev->run);
   if (!st) {
     ev->vars = calloc((size_t)spec->n_names, sizeof(ht_value));
     if (!ev->vars) st = ht_error(HT_ERR_NOMEM, "out of memory");
@@ -235,14 +233,14 @@ static ht_status setup(ht_evaluator *ev, const char *device_id, ht_progress_fn p
   return st;
 }
 
-ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
-                              ht_progress_fn progress, void *ctx, ht_evaluator **out) {
+ht_status ht_evaluator_open(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                            ht_evaluator **out) {
   ht_evaluator *ev = calloc(1, sizeof *ev);
   if (!ev) return ht_error(HT_ERR_NOMEM, "out of memory");
   ev->spec = spec;
   ev->opt = *opt;
   ht_run_capture_limit(opt->setup_timeout_s, "setup timeout");
-  ht_status st = setup(ev, device_id, progress, ctx);
+  ht_status st = ht_device_open(device_id, &ev->dev);
   ht_run_capture_limit(0, NULL);
   if (st) {
     ht_evaluator_destroy(ev);
@@ -250,6 +248,24 @@ ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const 
   }
   *out = ev;
   return HT_OK;
+}
+
+ht_status ht_evaluator_prepare(ht_evaluator *ev, ht_progress_fn progress, void *ctx) {
+  ht_run_capture_limit(ev->opt.setup_timeout_s, "setup timeout");
+  ht_status st = prepare(ev, progress, ctx);
+  ht_run_capture_limit(0, NULL);
+  return st;
+}
+
+ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                              ht_progress_fn progress, void *ctx, ht_evaluator **out) {
+  ht_status st = ht_evaluator_open(spec, device_id, opt, out);
+  if (!st && progress) progress('D', ctx);
+  if (!st && (st = ht_evaluator_prepare(*out, progress, ctx))) {
+    ht_evaluator_destroy(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 void ht_evaluator_destroy(ht_evaluator *ev) {

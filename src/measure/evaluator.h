@@ -22,6 +22,11 @@ double ht_heartbeat_gap(double timeout_s);
  * (the reference's compiler) are bounded by opt->setup_timeout_s. */
 ht_status ht_evaluator_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
                               ht_progress_fn progress, void *ctx, ht_evaluator **out);
+/* The same in two steps, so a worker can report its device before the data and the reference are
+ * ready: open the device, then prepare (on failure the caller destroys the evaluator). */
+ht_status ht_evaluator_open(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                            ht_evaluator **out);
+ht_status ht_evaluator_prepare(ht_evaluator *ev, ht_progress_fn progress, void *ctx);
 void ht_evaluator_destroy(ht_evaluator *ev);
 const ht_device_info *ht_evaluator_device(const ht_evaluator *ev);
 /* Measures one config (indices into the spec's parameter lists). Never fails: failures are results.

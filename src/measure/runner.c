@@ -1,8 +1,11 @@
 /* The runner: evaluations in a watched worker process (default) or in this process.
  *
  * Worker protocol over two pipes. Parent -> worker: a ht_config to measure. Worker -> parent:
- * one tag byte then its payload. Setup: 'D', 'A', 'F' (steps done, see ht_progress_fn), then 'I'
- * device info or 'E' setup error. A config: 'C' compiled, 'H' a kernel run finished (heartbeat),
+ * one tag byte then its payload. Setup: 'I' and the device info once the device is open, then 'A',
+ * 'F' (steps done, see ht_progress_fn) and 'S' when the data and the reference are ready; 'E' and
+ * the error instead, whenever setup fails. The parent reads the device info at once and waits for
+ * 'S' only before the first config, so the worker makes its data and reference while the strategy
+ * initialises. A config: 'C' compiled, 'H' a kernel run finished (heartbeat),
  * 'R' the ht_result and one byte, 1 when the worker is still clean. The parent waits on each
  * message with a deadline: the setup timeout until 'I', the compile timeout until 'C', the run
  * timeout (plus the heartbeat gap) after each 'C' or 'H'; it watches the worker's exit too, since a process the kernel
@@ -47,6 +50,8 @@ struct ht_runner {
   watchdog *wd;        /* in-process mode */
   char left[640];      /* in-process: the config that left threads running (later results are suspect) */
   pid_t pid;           /* worker, 0 when none */
+  int ready;           /* the worker has its data and reference ('S') */
+  double setup_deadline;
   int to_worker, from_worker;
   int starts;
 };
@@ -89,6 +94,15 @@ static void end_worker_group(int sig) {
   kill(0, SIGKILL);
 }
 
+static void worker_setup_failed(int out, ht_status st) {
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", ht_last_error());
+  ht_fd_write_all(out, "E", 1);
+  ht_fd_write_all(out, &st, sizeof st);
+  ht_fd_write_all(out, msg, sizeof msg);
+  _exit(1);
+}
+
 static void worker_main(const ht_spec *spec, const char *device_id, const ht_runner_options *opt, int in, int out,
                         pid_t parent) {
   setpgid(0, 0);
@@ -100,17 +114,12 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
   static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
   ht_evaluator *ev;
-  ht_status st = ht_evaluator_create(spec, device_id, opt, worker_progress, &out, &ev);
-  if (st != HT_OK) {
-    char msg[2048];
-    snprintf(msg, sizeof msg, "%s", ht_last_error());
-    ht_fd_write_all(out, "E", 1);
-    ht_fd_write_all(out, &st, sizeof st);
-    ht_fd_write_all(out, msg, sizeof msg);
-    _exit(1);
-  }
+  ht_status st = ht_evaluator_open(spec, device_id, opt, &ev);
+  if (st != HT_OK) worker_setup_failed(out, st);
   ht_fd_write_all(out, "I", 1);
   ht_fd_write_all(out, ht_evaluator_device(ev), sizeof(ht_device_info));
+  if ((st = ht_evaluator_prepare(ev, worker_progress, &out))) worker_setup_failed(out, st);
+  ht_fd_write_all(out, "S", 1);
   ht_config cfg;
   static ht_result res; /* large: keep it off the stack */
   for (;;) {
@@ -170,19 +179,23 @@ static void how_it_ended(int status, char *buf, size_t len) {
 /* What setup was doing after the last step the worker reported. */
 static void setup_step(const ht_runner *r, char step, char *buf, size_t len) {
   const ht_spec_kernel *ref = &r->spec->reference;
-  if (step == 'D') snprintf(buf, len, "making the data");
+  if (step == 'I') snprintf(buf, len, "making the data");
   else if (step == 'A' && r->spec->has_reference) snprintf(buf, len, "compiling the reference %s (%s)", ref->entry, ref->source_path);
   else if (step == 'F') snprintf(buf, len, "running the reference %s (%s)", ref->entry, ref->source_path);
   else if (step == 'A') snprintf(buf, len, "finishing setup");
   else snprintf(buf, len, "opening device %s", r->device_id);
 }
 
-static ht_status await_setup(ht_runner *r) {
-  double deadline = ht_now() + r->opt.setup_timeout_s + GRACE_S;
-  char tag = 0, step = 0;
+/* Reads setup messages up to `want` ('I' with the device info, or 'S'); step: the last step done. */
+static ht_status await_setup(ht_runner *r, char want, char step) {
+  double deadline = r->setup_deadline;
+  char tag = 0;
   int rc;
-  while ((rc = read_worker(r, &tag, 1, deadline)) == 0 && tag != 'I' && tag != 'E') step = tag;
-  if (rc == 0 && tag == 'I' && read_worker(r, &r->info, sizeof r->info, deadline) == 0) return HT_OK;
+  while ((rc = read_worker(r, &tag, 1, deadline)) == 0 && tag != want && tag != 'E') step = tag;
+  if (rc == 0 && tag == want && (want != 'I' || (rc = read_worker(r, &r->info, sizeof r->info, deadline)) == 0)) {
+    r->ready = want == 'S';
+    return HT_OK;
+  }
   ht_status code = HT_ERR_DEVICE;
   char msg[2048], what[1024], how[160];
   if (rc == 0 && tag == 'E' && read_worker(r, &code, sizeof code, deadline) == 0 &&
@@ -211,6 +224,7 @@ static ht_status start_worker(ht_runner *r) {
     return ht_error(HT_ERR_INTERNAL, "cannot create pipes: %s", strerror(errno));
   }
   fflush(NULL); /* the child must not flush the parent's buffered output twice */
+  r->setup_deadline = ht_now() + r->opt.setup_timeout_s + GRACE_S;
   pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
     close(down[1]);
@@ -229,7 +243,8 @@ static ht_status start_worker(ht_runner *r) {
   r->to_worker = down[1];
   r->from_worker = up[0];
   r->starts++;
-  return await_setup(r);
+  r->ready = 0;
+  return await_setup(r, 'I', 0);
 }
 
 void ht_runner_new_worker(ht_runner *r) {
@@ -255,6 +270,10 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   if (r->pid && ht_child_exited(r->pid)) reap_worker(r, 1); /* it ended between configs: not this config's doing */
   if (!r->pid) {
     ht_status st = start_worker(r);
+    if (st) return st;
+  }
+  if (!r->ready) {
+    ht_status st = await_setup(r, 'S', 'I');
     if (st) return st;
   }
   double t0 = ht_now();
@@ -416,6 +435,16 @@ static ht_status check_timeouts(const ht_runner_options *o) {
 
 ht_status ht_runner_create(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
                            ht_runner **out) {
+  ht_status st = ht_runner_start(spec, device_id, opt, out);
+  if (!st && (*out)->pid && !(*out)->ready && (st = await_setup(*out, 'S', 'I'))) {
+    ht_runner_destroy(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+ht_status ht_runner_start(const ht_spec *spec, const char *device_id, const ht_runner_options *opt,
+                          ht_runner **out) {
   *out = NULL;
   ht_status st = opt ? check_timeouts(opt) : HT_OK;
   if (st) return st;

@@ -292,7 +292,7 @@ ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *store, c
   /* Flags $HETUNE_ALLOWED_FLAGS refuses fail the run, not each config as a stored compile failure. */
   ht_status st = ht_flags_check(spec->kernel.flags, "kernel flags");
   if (!st && spec->has_reference) st = ht_flags_check(spec->reference.flags, "reference flags");
-  if (!st) st = ht_runner_create(spec, device_id, ropt, &c.runner);
+  if (!st) st = ht_runner_start(spec, device_id, ropt, &c.runner); /* data and reference come meanwhile */
   if (!st) {
     out->device = *ht_runner_device(c.runner);
     st = ht_spec_build_space(spec, &out->device, &c.space);
