@@ -205,6 +205,33 @@ static void test_shared_cache_refused(void **state) {
   ht_device_close(dev);
 }
 
+/* A folder checked once is remembered, not trusted for ever: made writable by others, or replaced
+ * by another folder under the same name, it is checked (and refused) again. */
+static void test_checked_cache_rechecked(void **state) {
+  (void)state;
+  ht_device *dev = NULL;
+  assert_int_equal(ht_device_open("c", &dev), HT_OK);
+  write_kernel(at("src/k.c"), c_kernel, 1);
+  use_cache("later");
+  int cached;
+  assert_int_equal(compile_run(dev, HT_LANG_C, at("src/k.c"), NULL, &cached), 1);
+  assert_int_equal(chmod(at("later/c"), 0777), 0);
+  ht_program *p = NULL;
+  ht_compile_info info;
+  assert_int_equal(compile(dev, HT_LANG_C, at("src/k.c"), NULL, NULL, &p, &info), HT_ERR_IO);
+  assert_non_null(strstr(ht_last_error(), "writable by everyone"));
+  char moved[600];
+  snprintf(moved, sizeof moved, "%s", at("later-old"));
+  assert_int_equal(rename(at("later/c"), moved), 0);
+  assert_int_equal(mkdir(at("later/c"), 0777), 0);
+  assert_int_equal(chmod(at("later/c"), 0777), 0);
+  assert_int_equal(compile(dev, HT_LANG_C, at("src/k.c"), NULL, NULL, &p, &info), HT_ERR_IO);
+  assert_non_null(strstr(ht_last_error(), "writable by everyone"));
+  assert_int_equal(chmod(at("later/c"), 0700), 0);
+  assert_int_equal(compile_run(dev, HT_LANG_C, at("src/k.c"), NULL, &cached), 1);
+  ht_device_close(dev);
+}
+
 static void test_shared_cache_refused_opencl(void **state) {
   (void)state;
   ht_device *dev = NULL;
@@ -611,6 +638,7 @@ static void test_cli_bounded_reads(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shared_cache_refused),
+      cmocka_unit_test(test_checked_cache_rechecked),
       cmocka_unit_test(test_shared_cache_refused_opencl),
       cmocka_unit_test(test_replaced_so_rebuilt),
       cmocka_unit_test(test_damaged_entries_rebuilt),

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,13 +147,42 @@ char *ht_source_dir(const ht_source *src) {
   return ht_strfmt("%.*s", (int)(slash - src->path), src->path);
 }
 
+/* The folder this thread last created and checked, as it was then: a compile looks its cache
+ * folder up for every config, and creating and checking it path component by path component is a
+ * dozen system calls. The same folder (device and inode), still ours and private, needs none of
+ * them: nobody else could have changed what is inside a private folder whose ancestors passed. */
+typedef struct checked_dir {
+  char path[4096];
+  dev_t dev;
+  ino_t ino;
+} checked_dir;
+
+static int still_checked(const checked_dir *c, const char *dir) {
+  struct stat st;
+  return strcmp(c->path, dir) == 0 && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->dev &&
+         st.st_ino == c->ino && st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static void remember_checked(checked_dir *c, const char *dir) {
+  struct stat st;
+  c->path[0] = '\0';
+  if (strlen(dir) >= sizeof c->path || stat(dir, &st) != 0) return;
+  snprintf(c->path, sizeof c->path, "%s", dir);
+  c->dev = st.st_dev;
+  c->ino = st.st_ino;
+}
+
 ht_status ht_cache_subdir(const char *sub, char **out) {
+  static _Thread_local checked_dir last;
   char *dir = ht_strfmt("%s/%s", ht_cache_dir(), sub);
   if (!dir) return ht_error(HT_ERR_NOMEM, "out of memory");
-  ht_status s = ht_mkdir_p(dir);
-  if (s) {
-    free(dir);
-    return s;
+  if (!still_checked(&last, dir)) {
+    ht_status s = ht_mkdir_p(dir);
+    if (s) {
+      free(dir);
+      return s;
+    }
+    remember_checked(&last, dir);
   }
   *out = dir;
   return HT_OK;
