@@ -14,7 +14,7 @@ PACKAGES="build-essential cmake pkg-config git
   libhwloc-dev
   libclblast1
   clang libclang-rt-14-dev
-  python3 python3-jsonschema"
+  python3 python3-jsonschema python3-venv"
 
 missing=""
 for p in $PACKAGES; do
@@ -28,5 +28,18 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -q
   # shellcheck disable=SC2086
   $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+# Kernel Tuner 1.5 from PyPI, in a virtual environment of its own (HETUNE_VENV, default
+# /opt/hetune/venv): the interop test replays hetune's Kernel Tuner cache export with it. Without
+# PyPI the rest still works and that test is skipped.
+VENV="${HETUNE_VENV:-/opt/hetune/venv}"
+if ! "$VENV/bin/python3" -c "import kernel_tuner" > /dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  if $SUDO python3 -m venv "$VENV" && $SUDO "$VENV/bin/pip" install -q "kernel_tuner==1.5.0"; then
+    echo "install-deps: Kernel Tuner 1.5.0 installed in $VENV"
+  else
+    echo "install-deps: could not install Kernel Tuner from PyPI; the Kernel Tuner interop test will be skipped" >&2
+  fi
 fi
 echo "install-deps: all packages present"

@@ -121,6 +121,10 @@ ht_status ht_store_each_model(ht_store *st, const char *name, const char *kernel
  * (schema_version, results[] with timestamp, configuration, times, compile_time, invalidity, ...). */
 ht_status ht_store_export_csv(ht_store *st, const ht_eval_filter *f, FILE *out);
 ht_status ht_store_export_t4(ht_store *st, const ht_eval_filter *f, FILE *out);
+/* Kernel Tuner's cache file (tune_kernel(cache=...), replayed by its simulation mode), times in
+ * milliseconds. The filtered evaluations must be of one kernel, device and problem (else an error
+ * naming two of them); a config measured more than once keeps its latest result. */
+ht_status ht_store_export_kt_cache(ht_store *st, const ht_eval_filter *f, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -311,19 +311,22 @@ int cmd_show(int argc, char **argv) {
 /* ---- export ---- */
 
 int cmd_export(int argc, char **argv) {
-  static const char *const known[] = {"db", "format", "kernel", "device", "output", "ok", NULL};
+  static const char *const known[] = {"db", "format", "kernel", "device", "problem", "output", "ok", NULL};
   static const char *const flags[] = {"ok", NULL};
   if (cli_wants_help(argc, argv)) {
-    puts("usage: hetune export --format csv|t4 [--kernel NAME] [--device D] [--ok] [--output FILE] [--db FILE]\n\n"
-         "Writes the stored evaluations as CSV or as the T4 results JSON shared by Kernel Tuner, KTT and BAT.\n"
-         "--ok keeps only successful evaluations. Default output: standard output.");
+    puts("usage: hetune export --format csv|t4|kt-cache [--kernel NAME] [--device D] [--problem SIZES] [--ok]\n"
+         "                     [--output FILE] [--db FILE]\n\n"
+         "Writes the stored evaluations as CSV, as the T4 results JSON shared by Kernel Tuner, KTT and BAT, or\n"
+         "as a Kernel Tuner cache file (one kernel, device and problem; its simulation mode replays it).\n"
+         "--problem takes the sizes as `hetune show` prints them (N=4096). --ok keeps only successful\n"
+         "evaluations. Default output: standard output.");
     return CLI_OK;
   }
   cli_args a;
   int rc = cli_parse(argc, argv, "export", known, flags, &a);
   const char *format = cli_opt(&a, "format");
-  if (!rc && (!format || (strcmp(format, "csv") && strcmp(format, "t4"))))
-    rc = cli_usage_error("export", "--format must be csv or t4");
+  if (!rc && (!format || (strcmp(format, "csv") && strcmp(format, "t4") && strcmp(format, "kt-cache"))))
+    rc = cli_usage_error("export", "--format must be csv, t4 or kt-cache");
   if (!rc && a.n_pos) rc = cli_usage_error("export", "takes no positional arguments");
   ht_store *st;
   if (rc || (rc = open_readonly(&a, &st))) return rc;
@@ -334,8 +337,10 @@ int cmd_export(int argc, char **argv) {
     ht_store_close(st);
     return CLI_ERROR;
   }
-  ht_eval_filter f = {cli_opt(&a, "kernel"), cli_opt(&a, "device"), NULL, cli_has(&a, "ok")};
-  ht_status s = strcmp(format, "csv") == 0 ? ht_store_export_csv(st, &f, out) : ht_store_export_t4(st, &f, out);
+  ht_eval_filter f = {cli_opt(&a, "kernel"), cli_opt(&a, "device"), cli_opt(&a, "problem"), cli_has(&a, "ok")};
+  ht_status s = strcmp(format, "csv") == 0  ? ht_store_export_csv(st, &f, out)
+                : strcmp(format, "t4") == 0 ? ht_store_export_t4(st, &f, out)
+                                            : ht_store_export_kt_cache(st, &f, out);
   if (s) rc = cli_fail(path ? path : "export"); /* a write error names the output file */
   if (out != stdout && fclose(out) != 0 && !rc) {
     fprintf(stderr, "hetune export: %s: %s\n", path, strerror(errno));
