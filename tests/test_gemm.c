@@ -425,6 +425,67 @@ static void test_bad_problems(void **state) {
   free(dir);
 }
 
+/* The valid configs of s's space on dev (NULL: the CPU generators' constraints need no device). */
+static uint64_t space_size(const ht_spec *s, const ht_device_info *dev) {
+  ht_space *space;
+  uint64_t n = 0;
+  if (ht_spec_build_space(s, dev, &space) || ht_space_count(space, &n)) fail_msg("%s: %s", s->name, ht_last_error());
+  ht_space_destroy(space);
+  return n;
+}
+
+/* The kernels are built in memory; the file written next to one loads to the same spec: identity,
+ * parameters, constraints, space size. The identities are the ones the generators have always
+ * given (stored tunings are looked up by them, the C kernel's for a given CPU): a kernel whose text
+ * or fields change on purpose gets a new identity here, and stored results are not found for it. */
+static void test_built_specs(void **state) {
+  (void)state;
+  const ht_gemm_cpu cpu = {.vec_bytes = 64, .registers = 32, .l1 = 48 * 1024, .l2 = 2 << 20, .l3 = 32 << 20, .cores = 16};
+  ht_gemm_problem p = problem(128, 128, 128, HT_DTYPE_F32, 0, 0, 1, 0);
+  p.cpu = &cpu;
+  ht_device_info gpu = {.max_work_group_size = 1024, .max_work_item_sizes = {1024, 1024, 64},
+                        .local_mem_bytes = 48 * 1024, .compute_units = 132, .warp_size = 32};
+  const struct {
+    ht_gemm_target t;
+    ht_gemm_kind kind;
+    const char *hash;
+  } cases[] = {{HT_GEMM_C, HT_GEMM_TUNED, "c93faf059bf12dff"},      {HT_GEMM_C, HT_GEMM_NAIVE, "5f1ab943ba597a26"},
+               {HT_GEMM_OPENCL, HT_GEMM_TUNED, "12b84952f8202459"}, {HT_GEMM_OPENCL, HT_GEMM_NAIVE, "667fcf67a7167a48"},
+               {HT_GEMM_OPENCL, HT_GEMM_VENDOR, "0bb35f3281283300"}, {HT_GEMM_CUDA, HT_GEMM_TUNED, "09713f7a72044b2c"},
+               {HT_GEMM_CUDA, HT_GEMM_NAIVE, "1c78497accc9fa52"},   {HT_GEMM_CUDA, HT_GEMM_VENDOR, "9615144d5530ad32"}};
+  char *dir = out_dir("built");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ht_spec *built = NULL, *loaded = NULL, *memory = NULL;
+    if (ht_gemm_spec(&p, cases[i].t, cases[i].kind, dir, &built)) fail_msg("%s", ht_last_error());
+    assert_non_null(built->path);
+    assert_int_equal(strncmp(built->path, dir, strlen(dir)), 0);
+    if (ht_spec_load(built->path, &loaded)) fail_msg("%s", ht_last_error());
+    assert_string_equal(built->source_hash, cases[i].hash);
+    assert_string_equal(loaded->source_hash, cases[i].hash);
+    char *a = ht_spec_space_json(built), *b = ht_spec_space_json(loaded);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    assert_int_equal(built->n_constraints, loaded->n_constraints);
+    for (int c = 0; c < built->n_constraints; c++) assert_string_equal(built->constraints[c], loaded->constraints[c]);
+    const ht_device_info *dev = cases[i].t == HT_GEMM_C ? NULL : &gpu;
+    assert_true(space_size(built, dev) > 0);
+    assert_int_equal(space_size(built, dev), space_size(loaded, dev));
+    /* without a folder nothing is written and the spec has no file, but the same identity */
+    if (ht_gemm_spec(&p, cases[i].t, cases[i].kind, NULL, &memory)) fail_msg("%s", ht_last_error());
+    assert_null(memory->path);
+    assert_string_equal(memory->source_hash, cases[i].hash);
+    ht_spec_destroy(built);
+    ht_spec_destroy(loaded);
+    ht_spec_destroy(memory);
+  }
+  ht_spec *s = (ht_spec *)1;
+  assert_int_equal(ht_gemm_spec(&p, HT_GEMM_C, (ht_gemm_kind)9, NULL, &s), HT_ERR_INVALID);
+  assert_null(s);
+  assert_non_null(strstr(ht_last_error(), "kind 9"));
+  free(dir);
+}
+
 /* Runs the CLI; returns its exit status and its stdout in out. */
 static int cli(const char *args, char *out, size_t len) {
   char cmd[4096];
@@ -581,6 +642,7 @@ int main(void) {
   if (ht_mkdir_p(root)) return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bad_problems),           cmocka_unit_test(test_baselines),
+    cmocka_unit_test(test_built_specs),
     cmocka_unit_test(test_model_config),           cmocka_unit_test(test_openblas_build_in_source),
     cmocka_unit_test(test_blocks_and_edges),       cmocka_unit_test(test_f32_nn_random_variants),
     cmocka_unit_test(test_f32_transposes),         cmocka_unit_test(test_f64),

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -197,11 +198,128 @@ static void test_c_prototype(void **state) {
   ht_kernel_destroy(k);
 }
 
+/* ---- the writer: build -> write -> load gives the same spec ---- */
+
+static char *text_of(const char *path) {
+  char *t = NULL;
+  OK(ht_read_file(path, &t, NULL));
+  return t;
+}
+
+/* vadd_opencl with its sources as text named after their files in dir, and a field of every other
+ * kind the file can hold: flags, defines, a seed, each init form, ranges, string and float values. */
+static ht_kernel *vadd_everything(const char *dir) {
+  ht_kernel *k = vadd_opencl(), *ref;
+  char *cl = text_of(EXAMPLES "/vadd/vadd.cl"), *c = text_of(EXAMPLES "/vadd/vadd_ref.c"), bin[600];
+  OK(ht_kernel_set_base_dir(k, dir));
+  OK(ht_kernel_set_source(k, HT_LANG_OPENCL, cl, "vadd.cl"));
+  OK(ht_kernel_reference(k, &ref));
+  OK(ht_kernel_set_source(ref, HT_LANG_C, c, "vadd_ref.c"));
+  OK(ht_kernel_set_flags(k, "-cl-mad-enable"));
+  OK(ht_kernel_add_define(k, "UNUSED", "3"));
+  OK(ht_kernel_set_seed(k, 7));
+  OK(ht_kernel_set_init_random(k, "a", -2, 0.25));
+  snprintf(bin, sizeof bin, "%s/b.bin", dir);
+  assert_int_equal(ht_write_file_atomic(bin, "", 0), HT_OK);
+  OK(ht_kernel_set_init_file(k, "b", "b.bin"));
+  OK(ht_kernel_set_init_fill(k, "c", 0.5));
+  OK(ht_kernel_add_param_range(k, "R", 1, 7, 3));
+  OK(ht_kernel_add_param(k, "MODE", (ht_value[]){ht_str("fast"), ht_float(0.125), ht_int(-4)}, 3));
+  free(cl);
+  free(c);
+  return k;
+}
+
+static ht_spec *load(const char *path) {
+  ht_spec *s = NULL;
+  if (ht_spec_load(path, &s)) fail_msg("%s", ht_last_error());
+  return s;
+}
+
+static void test_write_round_trip(void **state) {
+  (void)state;
+  char dir[] = "/tmp/ht_kernel_write_XXXXXX", path[256], sub[256];
+  assert_non_null(mkdtemp(dir));
+  ht_kernel *k = vadd_everything(dir);
+  ht_spec *built, *loaded, *again, *moved;
+  OK(ht_kernel_finish(k, &built));
+  snprintf(path, sizeof path, "%s/vadd.json", dir);
+  OK(ht_kernel_write_json(k, path));
+  loaded = load(path);
+  again = load(path);
+  assert_same(built, loaded);
+  assert_string_equal(loaded->path, path);
+  assert_string_equal(loaded->kernel.source_path, built->kernel.source_path);
+  assert_string_equal(loaded->kernel.flags, "-cl-mad-enable");
+  assert_int_equal(loaded->kernel.n_defines, 1);
+  assert_int_equal(loaded->seed, 7);
+  assert_true(loaded->args[0].fill == 0.5 && loaded->args[0].init == HT_INIT_FILL);
+  assert_string_equal(loaded->args[2].file, built->args[2].file);
+  /* the file in the base folder keeps the built kernel's identity, so stored results are found */
+  assert_string_equal(loaded->source_hash, built->source_hash);
+  assert_string_equal(again->source_hash, loaded->source_hash);
+  /* elsewhere, the relative paths are written absolute and still name the same files */
+  snprintf(sub, sizeof sub, "%s/sub/vadd.json", dir);
+  OK(ht_kernel_write_json(k, sub));
+  moved = load(sub);
+  assert_same(built, moved);
+  assert_string_equal(moved->args[2].file, built->args[2].file);
+  assert_string_not_equal(moved->source_hash, built->source_hash);
+  ht_spec_destroy(built);
+  ht_spec_destroy(loaded);
+  ht_spec_destroy(again);
+  ht_spec_destroy(moved);
+  ht_kernel_destroy(k);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* Text without a path is written as NAME.c; a kernel that would not finish writes nothing. */
+static void test_write_text_and_errors(void **state) {
+  (void)state;
+  char dir[] = "/tmp/ht_kernel_write_XXXXXX", path[256], src[256];
+  assert_non_null(mkdtemp(dir));
+  ht_kernel *k;
+  OK(ht_kernel_create("fill1", &k));
+  OK(ht_kernel_set_base_dir(k, dir));
+  OK(ht_kernel_set_source(k, HT_LANG_C, "void f(float *o, int n) { for (int i = 0; i < n; i++) o[i] = 1; }\n", NULL));
+  OK(ht_kernel_set_entry(k, "f"));
+  OK(ht_kernel_add_size(k, "N", 8));
+  OK(ht_kernel_add_buffer(k, "o", HT_DTYPE_F32, "N", HT_ACCESS_WRITE));
+  OK(ht_kernel_add_scalar(k, "n", HT_DTYPE_I32, "N + nope"));
+  snprintf(path, sizeof path, "%s/fill1.json", dir);
+  expect_error(ht_kernel_write_json(k, path), HT_ERR_PARSE, "not written: kernel \"fill1\": arguments.n.value");
+  assert_int_equal(access(path, F_OK), -1);
+  ht_kernel_destroy(k);
+
+  OK(ht_kernel_create("fill1", &k));
+  OK(ht_kernel_set_base_dir(k, dir));
+  OK(ht_kernel_set_source(k, HT_LANG_C, "void f(float *o, int n) { for (int i = 0; i < n; i++) o[i] = 1; }\n", NULL));
+  OK(ht_kernel_set_entry(k, "f"));
+  OK(ht_kernel_add_size(k, "N", 8));
+  OK(ht_kernel_add_buffer(k, "o", HT_DTYPE_F32, "N", HT_ACCESS_WRITE));
+  OK(ht_kernel_add_scalar(k, "n", HT_DTYPE_I32, "N"));
+  OK(ht_kernel_write_json(k, path));
+  snprintf(src, sizeof src, "%s/fill1.c", dir);
+  ht_spec *a = load(path), *b = load(path);
+  assert_string_equal(a->kernel.source_path, src);
+  assert_string_equal(a->source_hash, b->source_hash);
+  ht_spec_destroy(a);
+  ht_spec_destroy(b);
+  expect_error(ht_kernel_write_json(NULL, path), HT_ERR_INVALID, "ht_kernel_write_json: give the kernel");
+  ht_kernel_destroy(k);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_built_equals_loaded), cmocka_unit_test(test_identity),
       cmocka_unit_test(test_setter_errors),       cmocka_unit_test(test_finish_errors),
-      cmocka_unit_test(test_c_prototype),
+      cmocka_unit_test(test_c_prototype),        cmocka_unit_test(test_write_round_trip),
+      cmocka_unit_test(test_write_text_and_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

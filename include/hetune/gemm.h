@@ -1,7 +1,8 @@
 /* The GEMM generator (reference 004): C = alpha * op(A) * op(B) + beta * C, row-major, FP32 or
- * FP64, any M, N, K. For a problem and a target it writes a kernel spec (docs/spec.md) whose
- * parameters and constraints are the schedule's search space, plus the kernel source, so the
- * runner, the strategies and the store tune it like any other kernel. */
+ * FP64, any M, N, K. For a problem and a target it builds a kernel object (hetune/kernel.h) whose
+ * parameters and constraints are the schedule's search space, so the runner, the strategies and
+ * the store tune it like any other kernel; it writes the kernel as a spec file (docs/spec.md) and
+ * sources where asked. */
 #ifndef HETUNE_GEMM_H
 #define HETUNE_GEMM_H
 
@@ -9,6 +10,7 @@
 
 #include "hetune/core.h"
 #include "hetune/device.h"
+#include "hetune/kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +46,21 @@ typedef struct ht_gemm_problem {
 
 /* Fills defaults: FP32, no transposes, alpha 1, beta 0, the default limits. */
 void ht_gemm_problem_default(ht_gemm_problem *p, int64_t m, int64_t n, int64_t k);
+
+/* Which kernel: the tuned schedule, the vendor library's GEMM (OpenBLAS, CLBlast, cuBLAS: see
+ * ht_gemm_generate_vendor) or the naive kernel (ht_gemm_generate_naive). */
+typedef enum ht_gemm_kind { HT_GEMM_TUNED = 0, HT_GEMM_VENDOR = 1, HT_GEMM_NAIVE = 2 } ht_gemm_kind;
+
+/* The generated kernel as a kernel object, its sources as text named relative to dir (NULL: the
+ * current folder); nothing is written. ht_kernel_finish makes its spec; ht_kernel_write_json into
+ * dir writes the files ht_gemm_generate* write. Errors: those of ht_gemm_generate. */
+ht_status ht_gemm_kernel(const ht_gemm_problem *p, ht_gemm_target target, ht_gemm_kind kind, const char *dir,
+                         ht_kernel **out);
+/* The generated kernel's spec, built in memory. With dir, its spec file and sources are written
+ * there too (as ht_gemm_generate* write them) and spec->path names the file, which loads to the same
+ * spec with the same identity; with dir NULL nothing is written and spec->path is NULL. */
+ht_status ht_gemm_spec(const ht_gemm_problem *p, ht_gemm_target target, ht_gemm_kind kind, const char *dir,
+                       ht_spec **out);
 
 /* Writes the generated spec and source(s) for the target into dir (created if needed) and
  * returns the spec's path (malloc'ed). The spec's reference is a plain C GEMM, so every variant

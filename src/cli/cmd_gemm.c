@@ -204,23 +204,29 @@ static const char *stage_share(const gemm_cli *g, int64_t want, int search, ht_t
   return NULL;
 }
 
-/* Tunes the spec at path, restricted by cons when not NULL, within the stage's share, and takes
- * its evaluations off the budget. A baseline whose stored evaluations all failed is measured again
+/* Adds cons (when not NULL) to spec's constraints for one stage; drop_constraint takes it back. */
+static ht_status add_constraint(ht_spec *spec, const char *cons) {
+  if (!cons) return HT_OK;
+  char **grown = realloc(spec->constraints, sizeof(char *) * (size_t)(spec->n_constraints + 1));
+  if (grown) spec->constraints = grown;
+  char *copy = grown ? ht_strdup(cons) : NULL;
+  if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
+  spec->constraints[spec->n_constraints++] = copy;
+  return HT_OK;
+}
+
+static void drop_constraint(ht_spec *spec, const char *cons) {
+  if (cons) free(spec->constraints[--spec->n_constraints]);
+}
+
+/* Tunes spec, restricted by cons when not NULL, within the stage's share, and takes its
+ * evaluations off the budget. A baseline whose stored evaluations all failed is measured again
  * once (they may have been cut short by --time, or the library installed since). */
-static ht_status run_stage(gemm_cli *g, const char *path, const char *cons, const char *device, ht_tune_options *o,
+static ht_status run_stage(gemm_cli *g, ht_spec *spec, const char *cons, const char *device, ht_tune_options *o,
                            const ht_runner_options *ro, int baseline, ht_store *st, ht_tune_summary *sum) {
-  ht_spec *spec;
-  ht_status s = ht_spec_load(path, &spec);
+  ht_status s = add_constraint(spec, cons);
   if (s) return s;
-  if (cons) {
-    char **grown = realloc(spec->constraints, sizeof(char *) * (size_t)(spec->n_constraints + 1));
-    char *copy = ht_strdup(cons);
-    if (grown) spec->constraints = grown;
-    if (!grown || !copy) s = ht_error(HT_ERR_NOMEM, "out of memory");
-    else spec->constraints[spec->n_constraints++] = copy;
-    if (s) free(copy);
-  }
-  if (!s) s = ht_tune(spec, device, st, o, ro, sum);
+  s = ht_tune(spec, device, st, o, ro, sum);
   if (!s) g->evals_left -= sum->measured + sum->reused;
   if (!s && baseline && !sum->found && sum->measured == 0 && sum->reused > 0) {
     ht_tune_options again = *o;
@@ -230,7 +236,7 @@ static ht_status run_stage(gemm_cli *g, const char *path, const char *cons, cons
       g->evals_left -= sum->measured;
   }
   if (o->progress && isatty(2)) fputs("\r\033[K", stderr);
-  ht_spec_destroy(spec);
+  drop_constraint(spec, cons);
   return s;
 }
 
@@ -251,7 +257,7 @@ typedef struct gemm_runs {
   int n_seed_configs;
   int64_t warm_share;      /* evaluations the budget gave the seeds (0: the warm start was skipped) */
   const char *vendor_note, *naive_note;
-  char *spec_path;
+  ht_spec *spec;           /* the generated kernel's, its file written in --out */
 } gemm_runs;
 
 /* Adds text to the seeds unless it is there already (the model may pick a stored seed). */
@@ -268,13 +274,10 @@ static void add_seed(gemm_runs *r, const char *text) {
  * handed to the search. Stored as evaluations of this problem like any other, so the report's
  * best may come from them. */
 static ht_status warm_start(gemm_cli *g, ht_store *st, gemm_runs *r) {
-  ht_spec *spec;
   if (!ht_gemm_model_config(&g->p, g->target, r->model_key, sizeof r->model_key)) r->model_key[0] = 0;
-  ht_status s = ht_spec_load(r->spec_path, &spec);
-  if (s) return s;
   char **stored = NULL;
-  if (ht_tune_nearby_bests(st, spec, MAX_SEEDS, &stored, &r->n_seeds)) ht_error_clear(); /* then none */
-  ht_spec_destroy(spec);
+  ht_status s = HT_OK;
+  if (ht_tune_nearby_bests(st, r->spec, MAX_SEEDS, &stored, &r->n_seeds)) ht_error_clear(); /* then none */
   r->seeds = calloc((size_t)r->n_seeds + 1, sizeof *r->seeds);
   if (!r->seeds) s = ht_error(HT_ERR_NOMEM, "out of memory");
   if (!s && r->model_key[0]) add_seed(r, r->model_key);
@@ -323,7 +326,7 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
   printf("gemm %lld x %lld x %lld %s%s%s, alpha %g beta %g, on %s (%s)\n", (long long)p->m, (long long)p->n,
          (long long)p->k, p->type == HT_DTYPE_F64 ? "f64" : "f32", p->trans_a ? " A^T" : "", p->trans_b ? " B^T" : "",
          p->alpha, p->beta, r->tuned.device.id, r->tuned.device.name);
-  printf("  spec:     %s\n", r->spec_path);
+  printf("  spec:     %s\n", r->spec->path);
   print_line("tuned:", g, &r->tuned, NULL);
   if (r->n_seeds || r->model_key[0]) {
     const int warmed = r->warm_share > 0, found = isfinite(r->tuned.seed_best_time_s);
@@ -381,7 +384,7 @@ static int has_tune_parameter(const ht_spec *spec) {
  * under that device, where their GEMM ran. Their first call may compile the library's kernels
  * (CLBlast on PoCL: seconds), hence the long timeout. The library's own space is measured
  * (OpenBLAS's thread counts, most first), or, for a tunable library, the library as installed. */
-static ht_status measure_vendor(gemm_cli *g, ht_store *st, gemm_runs *r, const char *path) {
+static ht_status measure_vendor(gemm_cli *g, ht_store *st, gemm_runs *r, ht_spec *spec) {
   ht_tune_options o;
   ht_runner_options ro;
   progress_ctx pc;
@@ -389,12 +392,10 @@ static ht_status measure_vendor(gemm_cli *g, ht_store *st, gemm_runs *r, const c
                 &pc);
   ro.timeout_s = 300;
   if (g->target != HT_GEMM_C) o.store_device = &g->dev;
-  ht_spec *spec;
-  ht_status s = ht_spec_load(path, &spec);
-  const int tunable = !s && has_tune_parameter(spec);
-  ht_spec_destroy(spec);
-  if (!s && !(r->vendor_note = stage_share(g, 2, 0, &o, &ro))) {
-    s = run_stage(g, path, tunable ? "TUNE == 0" : NULL, "c", &o, &ro, 1, st, &r->vendor);
+  ht_status s = HT_OK;
+  const int tunable = has_tune_parameter(spec);
+  if (!(r->vendor_note = stage_share(g, 2, 0, &o, &ro))) {
+    s = run_stage(g, spec, tunable ? "TUNE == 0" : NULL, "c", &o, &ro, 1, st, &r->vendor);
     if (!s && tunable) snprintf(r->vendor.best_config, sizeof r->vendor.best_config, "(as installed)");
   }
   if (!s && !tunable && g->tune_vendor > 0)
@@ -409,7 +410,7 @@ static ht_status measure_vendor(gemm_cli *g, ht_store *st, gemm_runs *r, const c
   ro.timeout_s = 300;
   o.store_device = &g->dev;
   if (stage_share(g, g->tune_vendor, 0, &o, &ro)) return HT_OK; /* nothing left: no clblast* line */
-  return run_stage(g, path, "TUNE == 1", "c", &o, &ro, 0, st, &r->vendor_tuned);
+  return run_stage(g, spec, "TUNE == 1", "c", &o, &ro, 0, st, &r->vendor_tuned);
 }
 
 static ht_status measure_naive(gemm_cli *g, ht_store *st, gemm_runs *r) {
@@ -422,10 +423,10 @@ static ht_status measure_naive(gemm_cli *g, ht_store *st, gemm_runs *r) {
   ro.timeout_s = 600; /* the naive kernel is slow by design */
   ro.min_runs = 2;
   if (r->naive_note || (r->naive_note = stage_share(g, 2, 0, &o, &ro))) return HT_OK;
-  char *path = NULL;
-  ht_status s = ht_gemm_generate_naive(&g->p, g->target, g->out, &path);
-  if (!s) s = run_stage(g, path, NULL, g->device, &o, &ro, 1, st, &r->naive);
-  free(path);
+  ht_spec *spec = NULL;
+  ht_status s = ht_gemm_spec(&g->p, g->target, HT_GEMM_NAIVE, g->out, &spec);
+  if (!s) s = run_stage(g, spec, NULL, g->device, &o, &ro, 1, st, &r->naive);
+  ht_spec_destroy(spec);
   return s;
 }
 
@@ -443,41 +444,45 @@ static ht_status search(gemm_cli *g, ht_store *st, gemm_runs *r) {
   o.n_seed_configs = (int)r->warm_share;
   g->evals_left += r->warm_share;
   stage_share(g, g->evals_left, 1, &o, NULL);
-  return run_stage(g, r->spec_path, NULL, g->device, &o, &ro, 0, st, &r->tuned);
+  return run_stage(g, r->spec, NULL, g->device, &o, &ro, 0, st, &r->tuned);
 }
 
 /* The device's limits as its worker reports them, without starting its runtime in this process
  * (the runner forks its workers from it): a runner on the generated spec at 1 x 1 x 1. */
-static ht_status probe_device(const gemm_cli *g, const char *spec_path, ht_device_info *info) {
-  ht_spec *spec = NULL;
+static ht_status probe_device(const gemm_cli *g, ht_spec *spec, ht_device_info *info) {
   ht_runner *run = NULL;
-  ht_status s = ht_spec_load(spec_path, &spec);
-  static const char *const one[] = {"M=1", "N=1", "K=1"};
+  static const char *const one[] = {"M=1", "N=1", "K=1"}, *const names[] = {"M", "N", "K"};
+  ht_status s = HT_OK;
   for (int i = 0; i < 3 && !s; i++) s = ht_spec_set_size(spec, one[i]);
   ht_runner_options ro;
   ht_runner_options_default(&ro);
   if (!s) s = ht_runner_create(spec, g->device, &ro, &run);
   if (!s) *info = *ht_runner_device(run);
   ht_runner_destroy(run);
-  ht_spec_destroy(spec);
+  const int64_t sizes[] = {g->p.m, g->p.n, g->p.k};
+  for (int i = 0; i < 3 && !s; i++) {
+    char back[64];
+    snprintf(back, sizeof back, "%s=%lld", names[i], (long long)sizes[i]);
+    s = ht_spec_set_size(spec, back);
+  }
   return s;
 }
 
 /* The stages, in the order they share the budget (see --budget in the help): the warm start, the
  * vendor library (and its tuning), the naive kernel, then the search with what is left. */
 static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
-  if (ht_gemm_generate(&g->p, g->target, g->out, &r->spec_path)) return cli_fail("gemm");
+  if (ht_gemm_spec(&g->p, g->target, HT_GEMM_TUNED, g->out, &r->spec)) return cli_fail("gemm");
   if (g->target != HT_GEMM_C) {
-    if (probe_device(g, r->spec_path, &g->dev)) return cli_fail("gemm");
+    if (probe_device(g, r->spec, &g->dev)) return cli_fail("gemm");
     g->p.gpu = &g->dev; /* the CUDA model config picks within this device's limits */
   }
   if (g->warm && warm_start(g, st, r)) return cli_fail("gemm: warm start");
   setenv("HETUNE_GEMM_DEVICE", g->device, 1);
-  char *path = NULL;
+  ht_spec *vendor = NULL;
   if (!g->vendor) r->vendor_note = "skipped (--no-vendor)";
-  else if (ht_gemm_generate_vendor(&g->p, g->target, g->out, &path) || measure_vendor(g, st, r, path))
-    return free(path), cli_fail("gemm: vendor baseline");
-  free(path);
+  else if (ht_gemm_spec(&g->p, g->target, HT_GEMM_VENDOR, g->out, &vendor) || measure_vendor(g, st, r, vendor))
+    return ht_spec_destroy(vendor), cli_fail("gemm: vendor baseline");
+  ht_spec_destroy(vendor);
   if (measure_naive(g, st, r)) return cli_fail("gemm: naive kernel");
   if (search(g, st, r)) return cli_fail("gemm");
   return CLI_OK;
@@ -515,7 +520,7 @@ int cmd_gemm(int argc, char **argv) {
   rc = r ? run_all(&g, st, r) : cli_fail("gemm: out of memory");
   if (!rc) print_report(&g, r);
   if (r) {
-    free(r->spec_path);
+    ht_spec_destroy(r->spec);
     ht_tune_configs_free(r->seeds, r->n_seed_configs);
   }
   free(r);

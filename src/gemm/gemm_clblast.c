@@ -127,24 +127,32 @@ static const char clblast_body[] =
  * value of each, so it is one config. The work-group and local-memory bounds are OpenCL's usual
  * ones: the vendor spec runs on the host device, which does not know the OpenCL device's limits;
  * a config the device refuses fails its measurement with CLBlast's message. */
-static const char clblast_parameters[] =
-  "{\n    \"TUNE\": [0, 1],\n    \"MWG\": [16, 32, 64, 128],\n    \"NWG\": [16, 32, 64, 128],\n"
-  "    \"KWG\": [16, 32],\n    \"MDIMC\": [8, 16, 32],\n    \"NDIMC\": [8, 16, 32],\n    \"MDIMA\": [8, 16, 32],\n"
-  "    \"NDIMB\": [8, 16, 32],\n    \"KWI\": [2],\n    \"VWM\": [1, 2, 4, 8],\n    \"VWN\": [1, 2, 4, 8],\n"
-  "    \"STRM\": [0],\n    \"STRN\": [0],\n    \"SA\": [0, 1],\n    \"SB\": [0, 1]\n  }";
-static const char clblast_constraints[] =
-  "[\n    \"TUNE == 1 || (MWG == 16 && NWG == 16 && KWG == 16 && MDIMC == 8 && NDIMC == 8 && MDIMA == 8 && "
-  "NDIMB == 8 && VWM == 1 && VWN == 1 && SA == 0 && SB == 0)\",\n"
-  "    \"KWG %% KWI == 0\",\n    \"MWG %% (MDIMC * VWM) == 0\",\n    \"NWG %% (NDIMC * VWN) == 0\",\n"
-  "    \"MWG %% (MDIMA * VWM) == 0\",\n    \"NWG %% (NDIMB * VWN) == 0\",\n"
-  "    \"KWG %% ((MDIMC * NDIMC) / MDIMA) == 0\",\n    \"KWG %% ((MDIMC * NDIMC) / NDIMB) == 0\",\n"
-  "    \"MDIMC * NDIMC <= 256\",\n    \"(SA * KWG * MWG + SB * KWG * NWG) * %d <= 32768\"\n  ]";
+static const gemm_param clblast_params[] = {
+    {"TUNE", 2, {0, 1}},         {"MWG", 4, {16, 32, 64, 128}}, {"NWG", 4, {16, 32, 64, 128}}, {"KWG", 2, {16, 32}},
+    {"MDIMC", 3, {8, 16, 32}},   {"NDIMC", 3, {8, 16, 32}},     {"MDIMA", 3, {8, 16, 32}},     {"NDIMB", 3, {8, 16, 32}},
+    {"KWI", 1, {2}},             {"VWM", 4, {1, 2, 4, 8}},      {"VWN", 4, {1, 2, 4, 8}},      {"STRM", 1, {0}},
+    {"STRN", 1, {0}},            {"SA", 2, {0, 1}},             {"SB", 2, {0, 1}}};
+
+static void clblast_space(gemm_space_def *d, const ht_gemm_problem *p) {
+  static const char *const fixed[] = {
+      "TUNE == 1 || (MWG == 16 && NWG == 16 && KWG == 16 && MDIMC == 8 && NDIMC == 8 && MDIMA == 8 && NDIMB == 8 && "
+      "VWM == 1 && VWN == 1 && SA == 0 && SB == 0)",
+      "KWG % KWI == 0",
+      "MWG % (MDIMC * VWM) == 0",
+      "NWG % (NDIMC * VWN) == 0",
+      "MWG % (MDIMA * VWM) == 0",
+      "NWG % (NDIMB * VWN) == 0",
+      "KWG % ((MDIMC * NDIMC) / MDIMA) == 0",
+      "KWG % ((MDIMC * NDIMC) / NDIMB) == 0",
+      "MDIMC * NDIMC <= 256"};
+  gemm_space_init(d, clblast_params, (int)(sizeof clblast_params / sizeof clblast_params[0]));
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) gemm_space_add(d, "%s", fixed[i]);
+  gemm_space_add(d, "(SA * KWG * MWG + SB * KWG * NWG) * %d <= 32768", (int)ht_dtype_size(p->type));
+}
 
 /* The OpenCL API is linked (hetune needs the ICD loader anyway); CLBlast is dlopen'ed. */
-ht_status gemm_vendor_opencl(const ht_gemm_problem *p, const char *dir, char **spec_path) {
-  char cons[sizeof clblast_constraints + 8];
-  snprintf(cons, sizeof cons, clblast_constraints, p && p->type == HT_DTYPE_F64 ? 8 : 4);
-  const gemm_vendor_lib clblast = {"gemm_clblast", "CLBlast", "CLBlastSgemm", "CLBlastDgemm",
-                                   "-Wl,--no-as-needed -lOpenCL", clblast_body, clblast_parameters, cons};
-  return gemm_gpu_vendor(p, dir, &clblast, spec_path);
+ht_status gemm_def_vendor_opencl(const ht_gemm_problem *p, gemm_kernel_def *d) {
+  static const gemm_vendor_lib clblast = {"gemm_clblast",  "CLBlast",     "CLBlastSgemm", "CLBlastDgemm",
+                                          "-Wl,--no-as-needed -lOpenCL", clblast_body, clblast_space};
+  return gemm_gpu_vendor(p, &clblast, d);
 }

@@ -341,19 +341,13 @@ int gemm_model_config_cuda(const ht_gemm_problem *p, char *key, size_t cap) {
   return gemm_pick_from(&d, p, p->gpu ? p->gpu : &h100, cuda_prefs, target, key, cap);
 }
 
-ht_status gemm_generate_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path) {
-  ht_status st = gemm_gpu_check(p, dir, spec_path);
-  if (st) return st;
-  ht_buf src = {0}, spec = {0};
-  gemm_gpu_problem_header(&src, p, 0);
-  ht_buf_append(&src, cuda_template);
-  gemm_gpu_spec_begin(&spec, p, "gemm_cuda", "cuda", "gemm_cuda.cu", "gemm");
-  gemm_space_def d;
-  cuda_space(&d, p);
-  ht_buf_append(&spec, GEMM_GPU_TILE_GEOMETRY);
-  gemm_space_json(&spec, &d);
-  gemm_gpu_spec_end(&spec, p);
-  return gemm_gpu_write_spec(p, dir, "gemm_cuda.cu", &src, "gemm_cuda.json", &spec, spec_path);
+ht_status gemm_def_cuda(const ht_gemm_problem *p, gemm_kernel_def *d) {
+  gemm_gpu_def(p, d, "gemm_cuda", HT_LANG_CUDA, "gemm_cuda.cu", "gemm");
+  gemm_gpu_problem_header(&d->text, p, 0);
+  ht_buf_append(&d->text, cuda_template);
+  gemm_gpu_tile_launch(d);
+  cuda_space(&d->space, p);
+  return HT_OK;
 }
 
 /* ---- the naive CUDA kernel: one thread per element of C ---- */
@@ -376,9 +370,8 @@ static const char cuda_naive[] =
     "#endif\n"
     "}\n";
 
-ht_status gemm_naive_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path) {
-  return gemm_gpu_naive(p, dir, 0, cuda_naive,
-                        "  \"grid\": [\"ceil_div(N, TX)\", \"ceil_div(M, TY)\"],\n  \"local\": [\"TX\", \"TY\"],\n", spec_path);
+ht_status gemm_def_naive_cuda(const ht_gemm_problem *p, gemm_kernel_def *d) {
+  return gemm_gpu_naive(p, 0, cuda_naive, HT_GEOM_GRID, (const char *const[]){"ceil_div(N, TX)", "ceil_div(M, TY)"}, d);
 }
 
 /* ---- the cuBLAS baseline ----
@@ -483,8 +476,8 @@ static const char cublas_body[] =
     "  if (err) poison(C, (size_t)m * n, err);\n"
     "}\n";
 
-ht_status gemm_vendor_cuda(const ht_gemm_problem *p, const char *dir, char **spec_path) {
-  static const gemm_vendor_lib cublas = {"gemm_cublas",  "cuBLAS", "cublasSgemm_v2", "cublasDgemm_v2", NULL,
-                                         cublas_body, NULL, NULL};
-  return gemm_gpu_vendor(p, dir, &cublas, spec_path);
+ht_status gemm_def_vendor_cuda(const ht_gemm_problem *p, gemm_kernel_def *d) {
+  static const gemm_vendor_lib cublas = {"gemm_cublas", "cuBLAS", "cublasSgemm_v2", "cublasDgemm_v2", NULL,
+                                         cublas_body, NULL};
+  return gemm_gpu_vendor(p, &cublas, d);
 }

@@ -1,5 +1,5 @@
 /* The generators' search spaces as data: one table of parameters and one list of constraints per
- * space, written into the spec and built into an in-memory space from the same data, from which
+ * space, added to the kernel object and built into an in-memory space from the same data, from which
  * the model config is picked. So the model config is valid by construction: it is a config of the
  * very space the spec describes. */
 #include <stdarg.h>
@@ -29,16 +29,16 @@ void gemm_space_add(gemm_space_def *d, const char *fmt, ...) {
   else d->n_cons++;
 }
 
-void gemm_space_json(ht_buf *b, const gemm_space_def *d) {
-  ht_buf_append(b, "  \"parameters\": {");
-  for (int i = 0; i < d->n_params; i++) {
-    ht_buf_appendf(b, "%s\n    \"%s\": [", i ? "," : "", d->params[i].name);
-    for (int j = 0; j < d->params[i].n; j++) ht_buf_appendf(b, "%s%d", j ? ", " : "", d->params[i].v[j]);
-    ht_buf_append(b, "]");
+ht_status gemm_space_add_to(ht_kernel *k, const gemm_space_def *d) {
+  if (d->overflow) return ht_error(HT_ERR_INVALID, "gemm: a constraint of the generated space is too long");
+  ht_status st = HT_OK;
+  for (int i = 0; i < d->n_params && !st; i++) {
+    ht_value v[GEMM_MAX_VALUES];
+    for (int j = 0; j < d->params[i].n; j++) v[j] = ht_int(d->params[i].v[j]);
+    st = ht_kernel_add_param(k, d->params[i].name, v, d->params[i].n);
   }
-  ht_buf_append(b, d->n_params ? "\n  },\n  \"constraints\": [" : "},\n  \"constraints\": [");
-  for (int i = 0; i < d->n_cons; i++) ht_buf_appendf(b, "%s\n    \"%s\"", i ? "," : "", d->cons[i]);
-  ht_buf_append(b, d->n_cons ? "\n  ],\n" : "],\n");
+  for (int i = 0; i < d->n_cons && !st; i++) st = ht_kernel_add_constraint(k, d->cons[i]);
+  return st;
 }
 
 static ht_status add_constants(ht_space *s, const ht_gemm_problem *p, const ht_device_info *dev) {

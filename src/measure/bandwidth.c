@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hetune/kernel.h"
 #include "hetune/measure.h"
 
 /* ---- the curve ---- */
@@ -172,48 +173,42 @@ static const char probe_kernel_cu[] =
   "}\n";
 
 
-/* The probes' specs share everything but their language, flags and space (launch geometry,
- * parameters, constraints). */
-static char *probe_spec(const char *backend, const char *kernel_file, const char *flags, const char *space) {
-  return ht_strfmt("{\n"
-                   "  \"name\": \"hetune_bandwidth_%s\",\n"
-                   "  \"language\": \"%s\",\n"
-                   "  \"source\": \"%s\",\n"
-                   "  \"entry\": \"bw_read\",%s\n"
-                   "  \"size_defines\": false,\n"
-                   "  \"sizes\": { \"N\": 1048576 },\n"
-                   "  \"arguments\": [\n"
-                   "    { \"name\": \"out\", \"type\": \"uint32\", \"buffer\": \"1\", \"init\": \"zeros\", \"access\": \"write\" },\n"
-                   "    { \"name\": \"a\", \"type\": \"uint32\", \"buffer\": \"N\", \"init\": \"random\", \"access\": \"read\" },\n"
-                   "    { \"name\": \"n\", \"type\": \"int64\", \"value\": \"N\" }\n"
-                   "  ],\n"
-                   "%s"
-                   "  \"reference\": { \"language\": \"c\", \"source\": \"bw_read_ref.c\", \"entry\": \"bw_read_ref\" },\n"
-                   "  \"tolerance\": { \"rtol\": 0, \"atol\": 0 },\n"
-                   "  \"work\": { \"bytes\": \"4.0*N\" }\n"
-                   "}\n",
-                   backend, backend, kernel_file, flags, space);
+/* A parameter of integer values. */
+static ht_status int_param(ht_kernel *k, const char *name, const int *v, int n) {
+  ht_value values[8];
+  for (int i = 0; i < n; i++) values[i] = ht_int(v[i]);
+  return ht_kernel_add_param(k, name, values, n);
 }
 
 /* C: powers of two up to the device's threads, and its thread count itself. */
-static const char space_c[] =
-  "  \"parameters\": { \"NTHREADS\": { \"range\": [1, 4096] } },\n"
-  "  \"constraints\": [\"NTHREADS <= device.max_threads\",\n"
-  "                  \"is_pow2(NTHREADS) || NTHREADS == device.max_threads\"],\n";
+static ht_status space_c(ht_kernel *k) {
+  ht_status st = ht_kernel_add_param_range(k, "NTHREADS", 1, 4096, 1);
+  if (!st) st = ht_kernel_add_constraint(k, "NTHREADS <= device.max_threads");
+  if (!st) st = ht_kernel_add_constraint(k, "is_pow2(NTHREADS) || NTHREADS == device.max_threads");
+  return st;
+}
 
 /* OpenCL: work-group sizes, groups per compute unit and access pattern: what fills the device best. */
-static const char space_cl[] =
-  "  \"global\": [\"WG * GPC * device.compute_units\"],\n"
-  "  \"local\": [\"WG\"],\n"
-  "  \"parameters\": { \"WG\": [64, 256, 1024], \"GPC\": [1, 8], \"CHUNKED\": [0, 1], \"VW\": [4, 16] },\n"
-  "  \"constraints\": [\"WG <= device.max_work_group_size\"],\n";
+static ht_status space_cl(ht_kernel *k) {
+  ht_status st = ht_kernel_set_geometry(k, HT_GEOM_GLOBAL, 1, (const char *[]){"WG * GPC * device.compute_units"});
+  if (!st) st = ht_kernel_set_geometry(k, HT_GEOM_LOCAL, 1, (const char *[]){"WG"});
+  if (!st) st = int_param(k, "WG", (const int[]){64, 256, 1024}, 3);
+  if (!st) st = int_param(k, "GPC", (const int[]){1, 8}, 2);
+  if (!st) st = int_param(k, "CHUNKED", (const int[]){0, 1}, 2);
+  if (!st) st = int_param(k, "VW", (const int[]){4, 16}, 2);
+  if (!st) st = ht_kernel_add_constraint(k, "WG <= device.max_work_group_size");
+  return st;
+}
 
 /* CUDA: block sizes (whole warps) and blocks per multiprocessor. */
-static const char space_cu[] =
-  "  \"grid\": [\"BPS * device.compute_units\"],\n"
-  "  \"local\": [\"BLOCK\"],\n"
-  "  \"parameters\": { \"BLOCK\": [128, 256, 512, 1024], \"BPS\": [1, 4, 16] },\n"
-  "  \"constraints\": [\"BLOCK <= device.max_work_group_size\"],\n";
+static ht_status space_cu(ht_kernel *k) {
+  ht_status st = ht_kernel_set_geometry(k, HT_GEOM_GRID, 1, (const char *[]){"BPS * device.compute_units"});
+  if (!st) st = ht_kernel_set_geometry(k, HT_GEOM_LOCAL, 1, (const char *[]){"BLOCK"});
+  if (!st) st = int_param(k, "BLOCK", (const int[]){128, 256, 512, 1024}, 4);
+  if (!st) st = int_param(k, "BPS", (const int[]){1, 4, 16}, 3);
+  if (!st) st = ht_kernel_add_constraint(k, "BLOCK <= device.max_work_group_size");
+  return st;
+}
 
 /* How many threads (C, CUDA) or work-items (OpenCL) a probe config runs. */
 static int64_t param(const ht_space *s, const ht_value *v, const char *name) { return v[ht_space_param_index(s, name)].u.i; }
@@ -229,14 +224,16 @@ static int cu_parallelism(const ht_space *s, const ht_value *v, const ht_device_
 }
 
 typedef struct probe {
-  const char *backend, *kernel_file, *kernel, *flags, *space;
+  const char *backend, *kernel_file, *kernel, *flags;
+  ht_language lang;
+  ht_status (*space)(ht_kernel *k); /* launch geometry, parameters, constraints */
   int (*parallelism)(const ht_space *s, const ht_value *values, const ht_device_info *dev);
 } probe;
 
 static const probe probes[] = {
-  {"c", "bw_read.c", probe_kernel_c, "\n  \"flags\": \"-O3 -march=native -fopenmp\",", space_c, c_parallelism},
-  {"opencl", "bw_read.cl", probe_kernel_cl, "", space_cl, cl_parallelism},
-  {"cuda", "bw_read.cu", probe_kernel_cu, "", space_cu, cu_parallelism},
+  {"c", "bw_read.c", probe_kernel_c, "-O3 -march=native -fopenmp", HT_LANG_C, space_c, c_parallelism},
+  {"opencl", "bw_read.cl", probe_kernel_cl, NULL, HT_LANG_OPENCL, space_cl, cl_parallelism},
+  {"cuda", "bw_read.cu", probe_kernel_cu, NULL, HT_LANG_CUDA, space_cu, cu_parallelism},
 };
 
 /* The probe of the device id's backend ("c", "c:0", "opencl:0:0", ...), NULL when there is none. */
@@ -247,25 +244,42 @@ static const probe *probe_for(const char *device_id) {
   return NULL;
 }
 
-static ht_status write_text(const char *dir, const char *name, const char *text) {
-  char *path = ht_strfmt("%s/%s", dir, name);
-  if (!path) return ht_error(HT_ERR_NOMEM, "out of memory");
-  ht_status st = ht_write_file_atomic(path, text, strlen(text));
-  free(path);
+/* The probes share everything but their language, flags and space. Sources are named in dir. */
+static ht_status build_probe(const probe *pr, const char *dir, ht_kernel *k) {
+  ht_kernel *ref;
+  ht_status st = ht_kernel_set_base_dir(k, dir);
+  if (!st) st = ht_kernel_set_source(k, pr->lang, pr->kernel, pr->kernel_file);
+  if (!st) st = ht_kernel_set_entry(k, "bw_read");
+  if (!st && pr->flags) st = ht_kernel_set_flags(k, pr->flags);
+  if (!st) st = ht_kernel_set_size_defines(k, 0);
+  if (!st) st = ht_kernel_add_size(k, "N", 1048576);
+  if (!st) st = ht_kernel_add_buffer(k, "out", HT_DTYPE_U32, "1", HT_ACCESS_WRITE);
+  if (!st) st = ht_kernel_set_init(k, "out", HT_INIT_ZEROS);
+  if (!st) st = ht_kernel_add_buffer(k, "a", HT_DTYPE_U32, "N", HT_ACCESS_READ);
+  if (!st) st = ht_kernel_set_init(k, "a", HT_INIT_RANDOM);
+  if (!st) st = ht_kernel_add_scalar(k, "n", HT_DTYPE_I64, "N");
+  if (!st) st = pr->space(k);
+  if (!st) st = ht_kernel_reference(k, &ref);
+  if (!st) st = ht_kernel_set_source(ref, HT_LANG_C, probe_reference, "bw_read_ref.c");
+  if (!st) st = ht_kernel_set_entry(ref, "bw_read_ref");
+  if (!st) st = ht_kernel_set_tolerance(k, 0, 0);
+  if (!st) st = ht_kernel_set_work(k, NULL, "4.0*N");
   return st;
 }
 
-static ht_status write_probe(const probe *pr, char **spec_path) {
-  char *dir = ht_strfmt("%s/probes", ht_cache_dir());
-  char *spec = probe_spec(pr->backend, pr->kernel_file, pr->flags, pr->space);
-  char *name = ht_strfmt("bandwidth_%s.json", pr->backend);
-  ht_status st = dir && spec && name ? ht_mkdir_p(dir) : ht_error(HT_ERR_NOMEM, "out of memory");
-  if (!st) st = write_text(dir, pr->kernel_file, pr->kernel);
-  if (!st) st = write_text(dir, "bw_read_ref.c", probe_reference);
-  if (!st) st = write_text(dir, name, spec);
-  if (!st && !(*spec_path = ht_strfmt("%s/%s", dir, name))) st = ht_error(HT_ERR_NOMEM, "out of memory");
+/* The probe's spec, built in code. Its files (sources, bandwidth_<backend>.json) are written to
+ * <cache>/probes too, before any device is opened, for users to read and run by hand. */
+static ht_status make_probe(const probe *pr, ht_spec **spec) {
+  char *dir = ht_strfmt("%s/probes", ht_cache_dir()), *name = ht_strfmt("hetune_bandwidth_%s", pr->backend);
+  char *path = dir ? ht_strfmt("%s/bandwidth_%s.json", dir, pr->backend) : NULL;
+  ht_kernel *k = NULL;
+  ht_status st = path && name ? ht_kernel_create(name, &k) : ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) st = build_probe(pr, dir, k);
+  if (!st) st = ht_kernel_write_json(k, path);
+  if (!st) st = ht_kernel_finish(k, spec);
+  ht_kernel_destroy(k);
+  free(path);
   free(name);
-  free(spec);
   free(dir);
   return st;
 }
@@ -358,11 +372,8 @@ ht_status ht_bandwidth_measure(const char *device_id, double min_bytes, double m
     o.min_runs = 5;
     o.rsd_target = 0.02;
   }
-  char *spec_path = NULL;
   ht_spec *spec = NULL;
-  ht_status st = write_probe(pr, &spec_path);
-  if (!st) st = ht_spec_load(spec_path, &spec);
-  free(spec_path);
+  ht_status st = make_probe(pr, &spec);
   for (int round = 1; !st && round <= sweeps; round++) st = sweep(pr, spec, device_id, &o, round, progress, ctx, out);
   ht_spec_destroy(spec);
   if (st) out->n = 0;
