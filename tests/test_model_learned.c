@@ -17,10 +17,7 @@
 #include "hetune/model.h"
 #include "hetune/tune.h"
 #include "model/model_util.h"
-
-/* gbt.c: fit that also hands back XGBoost's booster, for the equivalence test.
- */
-ht_status ht_gbt_fit_keep(void **state, const ht_dataset *d, const ht_options *opt, uint64_t seed, void **keep);
+#include "model/surrogate.h"
 
 #define N_SIGNAL 3
 
@@ -223,49 +220,72 @@ static void test_option_errors(void **state) {
   ht_dataset_destroy(d);
 }
 
-/* gbt's flat-tree evaluation equals XGBoost's own prediction, missing values
- * included. */
-static void test_gbt_matches_xgboost(void **state) {
-  (void)state;
+/* gbt's flat-tree evaluation equals XGBoost's own prediction bit for bit, missing values
+ * included, for the kind's squared error and for what model_guided trains (the ranking
+ * objective, bootstrap weights). */
+static void check_matches_xgboost(const ht_gbt_params *par) {
   ht_dataset *d = problem(500, 4, 9, 0);
+  double *w = malloc(sizeof *w * (size_t)d->n_rows);
   for (int i = 0; i < d->n_rows; i++) {
     d->y[i] = log(d->y[i]);
+    w[i] = (double)(i % 3);
     if (i % 7 == 0) d->x[(size_t)i * d->n_features + (size_t)(i % 3)] = NAN; /* learn default directions */
   }
-  ht_options *opt;
-  assert_int_equal(ht_options_parse("rounds=40,depth=6", &opt), HT_OK);
+  ht_gbt_params p = *par;
+  if (p.weight) p.weight = w;
   void *s, *bst;
-  if (ht_gbt_fit_keep(&s, d, opt, 3, &bst)) fail_msg("%s", ht_last_error());
-  int n = 400, p = d->n_features;
-  float *xf = malloc(sizeof *xf * (size_t)n * p);
-  double *xd = malloc(sizeof *xd * (size_t)n * p);
+  if (ht_gbt_train(&s, d, &p, 3, &bst)) fail_msg("%s", ht_last_error());
+  int n = 400, np = d->n_features;
+  float *xf = malloc(sizeof *xf * (size_t)n * np);
+  double *xd = malloc(sizeof *xd * (size_t)n * np);
   ht_rng r;
   ht_rng_seed(&r, 4);
   for (int i = 0; i < n; i++)
-    for (int j = 0; j < p; j++) {
+    for (int j = 0; j < np; j++) {
       double v = 3.4 * ht_rng_uniform(&r) - 0.2;
-      if (i < 100) v = d->x[(size_t)i * p + j]; /* training rows: values equal to thresholds' neighbours */
+      if (i < 100) v = d->x[(size_t)i * np + j]; /* training rows: values equal to thresholds' neighbours */
       if (ht_rng_below(&r, 10) == 0) v = NAN;
-      xd[(size_t)i * p + j] = v;
-      xf[(size_t)i * p + j] = (float)v;
+      xd[(size_t)i * np + j] = v;
+      xf[(size_t)i * np + j] = (float)v;
     }
   DMatrixHandle dm;
   bst_ulong len;
   const float *pred;
-  assert_int_equal(XGDMatrixCreateFromMat(xf, (bst_ulong)n, (bst_ulong)p, NAN, &dm), 0);
+  assert_int_equal(XGDMatrixCreateFromMat(xf, (bst_ulong)n, (bst_ulong)np, NAN, &dm), 0);
   assert_int_equal(XGBoosterPredict(bst, dm, 0, 0, 0, &len, &pred), 0);
   assert_int_equal(len, n);
   const ht_model_ops *ops = ht_model_kind_find("gbt");
   for (int i = 0; i < n; i++) {
-    double mine = ops->predict(s, xd + (size_t)i * p);
-    if (fabs(mine - pred[i]) > 1e-5) fail_msg("row %d: ours %.9g, XGBoost %.9g", i, mine, (double)pred[i]);
+    double mine = ops->predict(s, xd + (size_t)i * np);
+    if (mine != (double)pred[i]) fail_msg("row %d: ours %.9g, XGBoost %.9g", i, mine, (double)pred[i]);
   }
   XGDMatrixFree(dm);
   XGBoosterFree(bst);
   ops->destroy(s);
   free(xf);
   free(xd);
-  ht_options_destroy(opt);
+  free(w);
+  ht_dataset_destroy(d);
+}
+
+static void test_gbt_matches_xgboost(void **state) {
+  (void)state;
+  ht_gbt_params kind = {40, 6, 0.1, 0.8, 1, 1, 0, NULL}; /* the kind's defaults, fewer rounds and deeper */
+  check_matches_xgboost(&kind);
+  ht_gbt_params ranked = {50, 5, 0.3, 1, 1, 1, 1, NULL}, weighted = {50, 5, 0.3, 1, 1, 1, 0, (const double *)1};
+  check_matches_xgboost(&ranked);
+  check_matches_xgboost(&weighted);
+}
+
+/* Parameters XGBoost refuses are an error with its message, not a crash. */
+static void test_gbt_refused_parameters(void **state) {
+  (void)state;
+  ht_dataset *d = problem(30, 1, 8, 0);
+  ht_gbt_params p = {5, 3, 0.3, 2.5, 1, 1, 0, NULL}; /* subsample above 1 */
+  void *s = (void *)1;
+  assert_int_equal(ht_gbt_train(&s, d, &p, 1, NULL), HT_ERR_INTERNAL);
+  assert_null(s);
+  assert_non_null(strstr(ht_last_error(), "XGBoost"));
   ht_dataset_destroy(d);
 }
 
@@ -286,6 +306,7 @@ int main(void) {
       KIND_TESTS(1, "svr"),
       KIND_TESTS(2, "mlp"),
       cmocka_unit_test(test_gbt_matches_xgboost),
+      cmocka_unit_test(test_gbt_refused_parameters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

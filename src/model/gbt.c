@@ -30,6 +30,7 @@
 #include <xgboost/c_api.h>
 
 #include "model/model_util.h"
+#include "model/surrogate.h"
 
 #define GBT_MAX_NODES (1 << 26)
 
@@ -53,10 +54,6 @@ typedef struct gbt {
   gnode *node;    /* n_nodes */
 } gbt;
 
-typedef struct gbt_opts {
-  int64_t rounds, depth;
-  double eta, subsample, min_child_weight, lambda;
-} gbt_opts;
 
 static void gbt_destroy(void *state) {
   gbt *g = state;
@@ -67,7 +64,8 @@ static void gbt_destroy(void *state) {
   free(g);
 }
 
-static ht_status read_opts(const ht_options *o, gbt_opts *p) {
+static ht_status read_opts(const ht_options *o, ht_gbt_params *p) {
+  *p = (ht_gbt_params){0};
   ht_status st;
   if ((st = mu_opt_int(o, "gbt", "rounds", 150, 1, 10000, &p->rounds)) ||
       (st = mu_opt_int(o, "gbt", "depth", 5, 1, 16, &p->depth)) ||
@@ -186,7 +184,43 @@ static ht_status export_model(gbt *g, BoosterHandle bst) {
 
 /* ---- training ---- */
 
-static ht_status train(gbt *g, const ht_dataset *d, const gbt_opts *p, uint64_t seed, BoosterHandle *out) {
+/* The booster's parameters: the strings XGBoost takes, fixed settings first. */
+static int set_params(BoosterHandle bst, const ht_gbt_params *p, uint64_t seed, double mean) {
+  char buf[6][40], base[40];
+  snprintf(buf[0], sizeof buf[0], "%d", (int)(seed & 0x7fffffff));
+  snprintf(buf[1], sizeof buf[1], "%d", (int)p->depth);
+  snprintf(buf[2], sizeof buf[2], "%.17g", p->eta);
+  snprintf(buf[3], sizeof buf[3], "%.17g", p->subsample);
+  snprintf(buf[4], sizeof buf[4], "%.17g", p->min_child_weight);
+  snprintf(buf[5], sizeof buf[5], "%.17g", p->lambda);
+  snprintf(base, sizeof base, "%.9g", mean);
+  return XGBoosterSetParam(bst, "verbosity", "0") || XGBoosterSetParam(bst, "nthread", "1") ||
+         XGBoosterSetParam(bst, "seed", buf[0]) || XGBoosterSetParam(bst, "booster", "gbtree") ||
+         XGBoosterSetParam(bst, "tree_method", "exact") ||
+         XGBoosterSetParam(bst, "objective", p->rank ? "rank:pairwise" : "reg:squarederror") ||
+         XGBoosterSetParam(bst, "max_depth", buf[1]) || XGBoosterSetParam(bst, "eta", buf[2]) ||
+         XGBoosterSetParam(bst, "subsample", buf[3]) || XGBoosterSetParam(bst, "min_child_weight", buf[4]) ||
+         XGBoosterSetParam(bst, "lambda", buf[5]) || (!p->rank && XGBoosterSetParam(bst, "base_score", base));
+}
+
+/* The training matrix: features and labels as float32, the weights, and for ranking one group of
+ * every row. */
+static int make_matrix(const ht_dataset *d, const ht_gbt_params *p, float *x, float *y, DMatrixHandle *dm) {
+  size_t n = (size_t)d->n_rows, nf = (size_t)d->n_features;
+  for (size_t i = 0; i < n * nf; i++) x[i] = (float)d->x[i];
+  for (size_t i = 0; i < n; i++) y[i] = (float)d->y[i];
+  if (XGDMatrixCreateFromMat(x, (bst_ulong)n, (bst_ulong)nf, NAN, dm) ||
+      XGDMatrixSetFloatInfo(*dm, "label", y, (bst_ulong)n))
+    return 1;
+  if (p->weight) {
+    for (size_t i = 0; i < n; i++) y[i] = (float)p->weight[i];
+    if (XGDMatrixSetFloatInfo(*dm, "weight", y, (bst_ulong)n)) return 1;
+  }
+  unsigned group = (unsigned)n;
+  return p->rank && XGDMatrixSetUIntInfo(*dm, "group", &group, 1);
+}
+
+static ht_status train(gbt *g, const ht_dataset *d, const ht_gbt_params *p, uint64_t seed, BoosterHandle *out) {
   size_t n = (size_t)d->n_rows, nf = (size_t)d->n_features;
   float *x = malloc(n * nf * sizeof *x + 1), *y = malloc(n * sizeof *y + 1);
   if (!x || !y) {
@@ -194,32 +228,12 @@ static ht_status train(gbt *g, const ht_dataset *d, const gbt_opts *p, uint64_t 
     free(y);
     return ht_error(HT_ERR_NOMEM, "gbt: out of memory for %zu rows", n);
   }
-  for (size_t i = 0; i < n * nf; i++) x[i] = (float)d->x[i];
   double mean = 0;
-  for (size_t i = 0; i < n; i++) {
-    y[i] = (float)d->y[i];
-    mean += d->y[i];
-  }
+  for (size_t i = 0; i < n; i++) mean += d->y[i];
   mean /= (double)n;
-  char buf[6][40];
-  snprintf(buf[0], sizeof buf[0], "%d", (int)(seed & 0x7fffffff));
-  snprintf(buf[1], sizeof buf[1], "%d", (int)p->depth);
-  snprintf(buf[2], sizeof buf[2], "%.17g", p->eta);
-  snprintf(buf[3], sizeof buf[3], "%.17g", p->subsample);
-  snprintf(buf[4], sizeof buf[4], "%.17g", p->min_child_weight);
-  snprintf(buf[5], sizeof buf[5], "%.17g", p->lambda);
-  char base[40];
-  snprintf(base, sizeof base, "%.9g", mean);
   DMatrixHandle dm = NULL;
   BoosterHandle bst = NULL;
-  int bad = XGDMatrixCreateFromMat(x, (bst_ulong)n, (bst_ulong)nf, NAN, &dm) ||
-            XGDMatrixSetFloatInfo(dm, "label", y, (bst_ulong)n) || XGBoosterCreate(&dm, 1, &bst) ||
-            XGBoosterSetParam(bst, "verbosity", "0") || XGBoosterSetParam(bst, "nthread", "1") ||
-            XGBoosterSetParam(bst, "seed", buf[0]) || XGBoosterSetParam(bst, "booster", "gbtree") ||
-            XGBoosterSetParam(bst, "tree_method", "exact") || XGBoosterSetParam(bst, "objective", "reg:squarederror") ||
-            XGBoosterSetParam(bst, "max_depth", buf[1]) || XGBoosterSetParam(bst, "eta", buf[2]) ||
-            XGBoosterSetParam(bst, "subsample", buf[3]) || XGBoosterSetParam(bst, "min_child_weight", buf[4]) ||
-            XGBoosterSetParam(bst, "lambda", buf[5]) || XGBoosterSetParam(bst, "base_score", base);
+  int bad = make_matrix(d, p, x, y, &dm) || XGBoosterCreate(&dm, 1, &bst) || set_params(bst, p, seed, mean);
   for (int it = 0; !bad && it < p->rounds; it++) bad = XGBoosterUpdateOneIter(bst, it, dm) != 0;
   free(x);
   free(y);
@@ -233,22 +247,15 @@ static ht_status train(gbt *g, const ht_dataset *d, const gbt_opts *p, uint64_t 
   return st;
 }
 
-/* Fits the model and, when keep is not NULL, hands back the XGBoost booster too
- * (for tests that compare our tree evaluation with XGBoost's). Internal,
- * declared in the test. */
-ht_status ht_gbt_fit_keep(void **state, const ht_dataset *d, const ht_options *opt, uint64_t seed, void **keep);
-ht_status ht_gbt_fit_keep(void **state, const ht_dataset *d, const ht_options *opt, uint64_t seed, void **keep) {
+ht_status ht_gbt_train(void **state, const ht_dataset *d, const ht_gbt_params *p, uint64_t seed, void **keep) {
   *state = NULL;
-  gbt_opts p;
-  ht_status st = read_opts(opt, &p);
-  if (st) return st;
   if (d->n_rows < 1 || d->n_features < 1)
     return ht_error(HT_ERR_INVALID, "gbt: needs at least one row and one feature (got %d x %d)", d->n_rows,
                     d->n_features);
   gbt *g = calloc(1, sizeof *g);
   if (!g) return ht_error(HT_ERR_NOMEM, "out of memory");
   g->n_features = d->n_features;
-  st = train(g, d, &p, seed, (BoosterHandle *)keep);
+  ht_status st = train(g, d, p, seed, (BoosterHandle *)keep);
   if (st) {
     gbt_destroy(g);
     return st;
@@ -258,7 +265,10 @@ ht_status ht_gbt_fit_keep(void **state, const ht_dataset *d, const ht_options *o
 }
 
 static ht_status gbt_fit(void **state, const ht_dataset *d, const ht_options *opt, uint64_t seed) {
-  return ht_gbt_fit_keep(state, d, opt, seed, NULL);
+  *state = NULL;
+  ht_gbt_params p;
+  ht_status st = read_opts(opt, &p);
+  return st ? st : ht_gbt_train(state, d, &p, seed, NULL);
 }
 
 /* ---- prediction ---- */
