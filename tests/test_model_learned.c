@@ -1,7 +1,7 @@
-/* The learned models (gbt, mlp, svr): accuracy on a smooth synthetic problem
+/* The learned models (gbt, mlp, svr, gp): accuracy on a smooth synthetic problem
  * with irrelevant features, determinism for a seed, bit-identical save/load,
- * corrupt bytes, few rows, constant features, option errors, and gbt's own tree
- * evaluation against XGBoost's prediction. */
+ * corrupt bytes, few rows, constant features, option errors, gbt's own tree
+ * evaluation against XGBoost's prediction, and gp's standard deviation. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -73,6 +73,7 @@ static const kind_case cases[] = {
     {"gbt", "", 0.95},
     {"svr", "", 0.95},
     {"mlp", "", 0.95},
+    {"gp", "", 0.95},
 };
 
 static const kind_case *case_of(void **state) { return *state; }
@@ -125,7 +126,10 @@ static void test_corrupt_bytes(void **state) {
   for (int i = 0; i < train->n_rows; i++) train->y[i] = log(train->y[i]);
   ht_options *opt;
   /* small models, so every truncation length is cheap */
-  const char *small = strcmp(c->kind, "gbt") == 0 ? "rounds=3,depth=3" : strcmp(c->kind, "mlp") == 0 ? "hidden=3" : "";
+  const char *small = strcmp(c->kind, "gbt") == 0   ? "rounds=3,depth=3"
+                      : strcmp(c->kind, "mlp") == 0 ? "hidden=3"
+                      : strcmp(c->kind, "gp") == 0  ? "fit_max=8,iters=5"
+                                                    : "";
   assert_int_equal(ht_options_parse(small, &opt), HT_OK);
   void *s;
   if (ops->fit(&s, train, opt, 1)) fail_msg("%s", ht_last_error());
@@ -212,6 +216,9 @@ static void test_option_errors(void **state) {
                                       "act=sigmoid", "lr=0",       "epochs=0",  "batch=0",     "l2=-1",
                                       "val=1",       "patience=0", NULL};
     for (int i = 0; bad[i]; i++) expect_invalid(c->kind, d, bad[i]);
+  } else if (strcmp(c->kind, "gp") == 0) {
+    static const char *const bad[] = {"ard=2", "ard=yes", "fit_max=7", "iters=0", "rows=0", "rows=20001", NULL};
+    for (int i = 0; bad[i]; i++) expect_invalid(c->kind, d, bad[i]);
   } else {
     static const char *const bad[] = {"kernel=sigmoid", "C=0",      "C=abc",       "epsilon=-1",
                                       "gamma=-1",       "degree=0", "scale=maybe", NULL};
@@ -289,6 +296,64 @@ static void test_gbt_refused_parameters(void **state) {
   ht_dataset_destroy(d);
 }
 
+/* 1-D data: f(x) = exp(sin(2x)) at 30 points of [0, 3] with a gap in (1.2, 2). */
+static ht_dataset *gapped_sine(void) {
+  ht_dataset *d;
+  assert_int_equal(ht_dataset_create(30, 1, &d), HT_OK);
+  for (int i = 0; i < 30; i++) {
+    double x = i < 15 ? 1.2 * i / 14 : 2.0 + 1.0 * (i - 15) / 14;
+    d->x[i] = x;
+    d->y[i] = exp(sin(2 * x));
+    d->work[i] = 1;
+  }
+  d->names[0] = strdup("x");
+  return d;
+}
+
+static double sd_width(const ht_model *m, double x) {
+  double t, lo, hi;
+  assert_int_equal(ht_model_predict_interval(m, &x, 1, &t, &lo, &hi), HT_OK);
+  assert_true(lo <= t && t <= hi);
+  assert_memory_equal(&t, &(double){ht_model_predict(m, &x)}, sizeof t);
+  return log(hi / lo) / 2; /* the standard deviation of log time */
+}
+
+/* gp on a known function: predictions near it between the points, a standard deviation small at
+ * the data and larger inside the gap, the same bits after save and load, bad z refused, and kinds
+ * without a standard deviation say so. */
+static void test_gp_uncertainty(void **state) {
+  (void)state;
+  ht_dataset *d = gapped_sine();
+  ht_model *m, *l, *g;
+  if (ht_model_fit("gp", d, "", 1, &m)) fail_msg("%s", ht_last_error());
+  assert_true(ht_model_has_sd(m));
+  for (double x = 0.05; x < 1.2; x += 0.1) {
+    double err = log(ht_model_predict(m, &x)) - sin(2 * x);
+    if (fabs(err) > 0.02) fail_msg("x=%g: log prediction off by %g", x, err);
+  }
+  double at_data = sd_width(m, d->x[5]), in_gap = sd_width(m, 1.6);
+  if (!(at_data < 0.05 && in_gap > 3 * at_data)) fail_msg("sd %g at a point, %g in the gap", at_data, in_gap);
+  ht_buf b = {0};
+  assert_int_equal(ht_model_save(m, &b), HT_OK);
+  if (ht_model_load(b.data, b.len, &l)) fail_msg("%s", ht_last_error());
+  for (double x = 0; x < 3.5; x += 0.25) {
+    double a = sd_width(m, x), c = sd_width(l, x);
+    assert_memory_equal(&a, &c, sizeof a);
+  }
+  double t, lo, hi, x = 1;
+  assert_int_equal(ht_model_predict_interval(m, &x, -1, &t, &lo, &hi), HT_ERR_INVALID);
+  assert_int_equal(ht_model_predict_interval(m, &x, NAN, &t, &lo, &hi), HT_ERR_INVALID);
+  if (ht_model_fit("gbt", d, "rounds=5", 1, &g)) fail_msg("%s", ht_last_error());
+  assert_false(ht_model_has_sd(g));
+  assert_int_equal(ht_model_predict_interval(g, &x, 1, &t, &lo, &hi), HT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(ht_last_error(), "gbt"));
+  ht_buf_free(&b);
+  ht_model_destroy(m);
+  ht_model_destroy(l);
+  ht_model_destroy(g);
+  ht_dataset_destroy(d);
+}
+
 static int present(void **state) {
   const kind_case *c = *state;
   return ht_model_kind_find(c->kind) ? 0 : -1; /* a kind not yet registered fails its group setup */
@@ -305,6 +370,8 @@ int main(void) {
       KIND_TESTS(0, "gbt"),
       KIND_TESTS(1, "svr"),
       KIND_TESTS(2, "mlp"),
+      KIND_TESTS(3, "gp"),
+      cmocka_unit_test(test_gp_uncertainty),
       cmocka_unit_test(test_gbt_matches_xgboost),
       cmocka_unit_test(test_gbt_refused_parameters),
   };
