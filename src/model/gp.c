@@ -1,6 +1,6 @@
 /* gp: Gaussian-process regression, the surrogate of the `bayes` strategy as a model kind. Besides
  * a prediction it gives its own uncertainty (predict_sd: the posterior standard deviation of the
- * predicted number, ht_model_predict_band).
+ * predicted number, ht_model_predict_interval).
  *
  * Algorithm: min-max scale the inputs to [0, 1] (the wrapper has already taken log10(1 + v) of
  * wide-ranging features), standardise the target; zero-mean GP with a Matern 5/2 kernel, one
