@@ -217,7 +217,8 @@ static int fit_and_score(mg_state *s, const ht_config *cand, int n_cand, double 
   const ht_model_ops *gbt = ht_model_kind_find("gbt");
   ht_dataset *d = NULL;
   double *w = malloc(sizeof(double) * (size_t)n), row[HT_MAX_PARAMS + MAX_PAIR_PARAMS * MAX_PAIR_PARAMS];
-  ht_status st = w ? training_set(s, worst + fmax(0.5 * (worst - best), 0.1), &d) : ht_error(HT_ERR_NOMEM, "out of memory");
+  double penalty = worst + fmax(0.5 * (worst - best), 0.1);
+  ht_status st = w ? training_set(s, penalty, &d) : ht_error(HT_ERR_NOMEM, "out of memory");
   ht_gbt_params p = {s->rounds, s->depth, s->eta, s->subsample, 1, 1, s->rank, s->models > 1 ? w : NULL};
   for (int k = 0; !st && k < s->models; k++) {
     uint64_t seed = ht_rng_next(&s->rng);
