@@ -53,7 +53,6 @@ typedef struct gbt {
   gnode *node;    /* n_nodes */
 } gbt;
 
-
 static void gbt_destroy(void *state) {
   gbt *g = state;
   if (!g) return;
