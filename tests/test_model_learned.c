@@ -1,7 +1,7 @@
-/* The learned models (gbt, mlp, svr): accuracy on a smooth synthetic problem
+/* The learned models (gbt, mlp, svr, gp): accuracy on a smooth synthetic problem
  * with irrelevant features, determinism for a seed, bit-identical save/load,
- * corrupt bytes, few rows, constant features, option errors, and gbt's own tree
- * evaluation against XGBoost's prediction. */
+ * corrupt bytes, few rows, constant features, option errors, gbt's own tree
+ * evaluation against XGBoost's prediction, and gp's standard deviation. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,10 +17,7 @@
 #include "hetune/model.h"
 #include "hetune/tune.h"
 #include "model/model_util.h"
-
-/* gbt.c: fit that also hands back XGBoost's booster, for the equivalence test.
- */
-ht_status ht_gbt_fit_keep(void **state, const ht_dataset *d, const ht_options *opt, uint64_t seed, void **keep);
+#include "model/surrogate.h"
 
 #define N_SIGNAL 3
 
@@ -76,6 +73,7 @@ static const kind_case cases[] = {
     {"gbt", "", 0.95},
     {"svr", "", 0.95},
     {"mlp", "", 0.95},
+    {"gp", "", 0.95},
 };
 
 static const kind_case *case_of(void **state) { return *state; }
@@ -128,7 +126,10 @@ static void test_corrupt_bytes(void **state) {
   for (int i = 0; i < train->n_rows; i++) train->y[i] = log(train->y[i]);
   ht_options *opt;
   /* small models, so every truncation length is cheap */
-  const char *small = strcmp(c->kind, "gbt") == 0 ? "rounds=3,depth=3" : strcmp(c->kind, "mlp") == 0 ? "hidden=3" : "";
+  const char *small = strcmp(c->kind, "gbt") == 0   ? "rounds=3,depth=3"
+                      : strcmp(c->kind, "mlp") == 0 ? "hidden=3"
+                      : strcmp(c->kind, "gp") == 0  ? "fit_max=8,iters=5"
+                                                    : "";
   assert_int_equal(ht_options_parse(small, &opt), HT_OK);
   void *s;
   if (ops->fit(&s, train, opt, 1)) fail_msg("%s", ht_last_error());
@@ -215,6 +216,9 @@ static void test_option_errors(void **state) {
                                       "act=sigmoid", "lr=0",       "epochs=0",  "batch=0",     "l2=-1",
                                       "val=1",       "patience=0", NULL};
     for (int i = 0; bad[i]; i++) expect_invalid(c->kind, d, bad[i]);
+  } else if (strcmp(c->kind, "gp") == 0) {
+    static const char *const bad[] = {"ard=2", "ard=yes", "fit_max=7", "iters=0", "rows=0", "rows=20001", NULL};
+    for (int i = 0; bad[i]; i++) expect_invalid(c->kind, d, bad[i]);
   } else {
     static const char *const bad[] = {"kernel=sigmoid", "C=0",      "C=abc",       "epsilon=-1",
                                       "gamma=-1",       "degree=0", "scale=maybe", NULL};
@@ -223,49 +227,130 @@ static void test_option_errors(void **state) {
   ht_dataset_destroy(d);
 }
 
-/* gbt's flat-tree evaluation equals XGBoost's own prediction, missing values
- * included. */
-static void test_gbt_matches_xgboost(void **state) {
-  (void)state;
+/* gbt's flat-tree evaluation equals XGBoost's own prediction bit for bit, missing values
+ * included, for the kind's squared error and for what model_guided trains (the ranking
+ * objective, bootstrap weights). */
+static void check_matches_xgboost(const ht_gbt_params *par) {
   ht_dataset *d = problem(500, 4, 9, 0);
+  double *w = malloc(sizeof *w * (size_t)d->n_rows);
   for (int i = 0; i < d->n_rows; i++) {
     d->y[i] = log(d->y[i]);
+    w[i] = (double)(i % 3);
     if (i % 7 == 0) d->x[(size_t)i * d->n_features + (size_t)(i % 3)] = NAN; /* learn default directions */
   }
-  ht_options *opt;
-  assert_int_equal(ht_options_parse("rounds=40,depth=6", &opt), HT_OK);
+  ht_gbt_params p = *par;
+  if (p.weight) p.weight = w;
   void *s, *bst;
-  if (ht_gbt_fit_keep(&s, d, opt, 3, &bst)) fail_msg("%s", ht_last_error());
-  int n = 400, p = d->n_features;
-  float *xf = malloc(sizeof *xf * (size_t)n * p);
-  double *xd = malloc(sizeof *xd * (size_t)n * p);
+  if (ht_gbt_train(&s, d, &p, 3, &bst)) fail_msg("%s", ht_last_error());
+  int n = 400, np = d->n_features;
+  float *xf = malloc(sizeof *xf * (size_t)n * np);
+  double *xd = malloc(sizeof *xd * (size_t)n * np);
   ht_rng r;
   ht_rng_seed(&r, 4);
   for (int i = 0; i < n; i++)
-    for (int j = 0; j < p; j++) {
+    for (int j = 0; j < np; j++) {
       double v = 3.4 * ht_rng_uniform(&r) - 0.2;
-      if (i < 100) v = d->x[(size_t)i * p + j]; /* training rows: values equal to thresholds' neighbours */
+      if (i < 100) v = d->x[(size_t)i * np + j]; /* training rows: values equal to thresholds' neighbours */
       if (ht_rng_below(&r, 10) == 0) v = NAN;
-      xd[(size_t)i * p + j] = v;
-      xf[(size_t)i * p + j] = (float)v;
+      xd[(size_t)i * np + j] = v;
+      xf[(size_t)i * np + j] = (float)v;
     }
   DMatrixHandle dm;
   bst_ulong len;
   const float *pred;
-  assert_int_equal(XGDMatrixCreateFromMat(xf, (bst_ulong)n, (bst_ulong)p, NAN, &dm), 0);
+  assert_int_equal(XGDMatrixCreateFromMat(xf, (bst_ulong)n, (bst_ulong)np, NAN, &dm), 0);
   assert_int_equal(XGBoosterPredict(bst, dm, 0, 0, 0, &len, &pred), 0);
   assert_int_equal(len, n);
   const ht_model_ops *ops = ht_model_kind_find("gbt");
   for (int i = 0; i < n; i++) {
-    double mine = ops->predict(s, xd + (size_t)i * p);
-    if (fabs(mine - pred[i]) > 1e-5) fail_msg("row %d: ours %.9g, XGBoost %.9g", i, mine, (double)pred[i]);
+    double mine = ops->predict(s, xd + (size_t)i * np);
+    if (mine != (double)pred[i]) fail_msg("row %d: ours %.9g, XGBoost %.9g", i, mine, (double)pred[i]);
   }
   XGDMatrixFree(dm);
   XGBoosterFree(bst);
   ops->destroy(s);
   free(xf);
   free(xd);
-  ht_options_destroy(opt);
+  free(w);
+  ht_dataset_destroy(d);
+}
+
+static void test_gbt_matches_xgboost(void **state) {
+  (void)state;
+  ht_gbt_params kind = {40, 6, 0.1, 0.8, 1, 1, 0, NULL}; /* the kind's defaults, fewer rounds and deeper */
+  check_matches_xgboost(&kind);
+  ht_gbt_params ranked = {50, 5, 0.3, 1, 1, 1, 1, NULL}, weighted = {50, 5, 0.3, 1, 1, 1, 0, (const double *)1};
+  check_matches_xgboost(&ranked);
+  check_matches_xgboost(&weighted);
+}
+
+/* Parameters XGBoost refuses are an error with its message, not a crash. */
+static void test_gbt_refused_parameters(void **state) {
+  (void)state;
+  ht_dataset *d = problem(30, 1, 8, 0);
+  ht_gbt_params p = {5, 3, 0.3, 2.5, 1, 1, 0, NULL}; /* subsample above 1 */
+  void *s = (void *)1;
+  assert_int_equal(ht_gbt_train(&s, d, &p, 1, NULL), HT_ERR_INTERNAL);
+  assert_null(s);
+  assert_non_null(strstr(ht_last_error(), "XGBoost"));
+  ht_dataset_destroy(d);
+}
+
+/* 1-D data: f(x) = exp(sin(2x)) at 30 points of [0, 3] with a gap in (1.2, 2). */
+static ht_dataset *gapped_sine(void) {
+  ht_dataset *d;
+  assert_int_equal(ht_dataset_create(30, 1, &d), HT_OK);
+  for (int i = 0; i < 30; i++) {
+    double x = i < 15 ? 1.2 * i / 14 : 2.0 + 1.0 * (i - 15) / 14;
+    d->x[i] = x;
+    d->y[i] = exp(sin(2 * x));
+    d->work[i] = 1;
+  }
+  d->names[0] = strdup("x");
+  return d;
+}
+
+static double sd_width(const ht_model *m, double x) {
+  double t, lo, hi;
+  assert_int_equal(ht_model_predict_interval(m, &x, 1, &t, &lo, &hi), HT_OK);
+  assert_true(lo <= t && t <= hi);
+  assert_memory_equal(&t, &(double){ht_model_predict(m, &x)}, sizeof t);
+  return log(hi / lo) / 2; /* the standard deviation of log time */
+}
+
+/* gp on a known function: predictions near it between the points, a standard deviation small at
+ * the data and larger inside the gap, the same bits after save and load, bad z refused, and kinds
+ * without a standard deviation say so. */
+static void test_gp_uncertainty(void **state) {
+  (void)state;
+  ht_dataset *d = gapped_sine();
+  ht_model *m, *l, *g;
+  if (ht_model_fit("gp", d, "", 1, &m)) fail_msg("%s", ht_last_error());
+  assert_true(ht_model_has_sd(m));
+  for (double x = 0.05; x < 1.2; x += 0.1) {
+    double err = log(ht_model_predict(m, &x)) - sin(2 * x);
+    if (fabs(err) > 0.02) fail_msg("x=%g: log prediction off by %g", x, err);
+  }
+  double at_data = sd_width(m, d->x[5]), in_gap = sd_width(m, 1.6);
+  if (!(at_data < 0.05 && in_gap > 3 * at_data)) fail_msg("sd %g at a point, %g in the gap", at_data, in_gap);
+  ht_buf b = {0};
+  assert_int_equal(ht_model_save(m, &b), HT_OK);
+  if (ht_model_load(b.data, b.len, &l)) fail_msg("%s", ht_last_error());
+  for (double x = 0; x < 3.5; x += 0.25) {
+    double a = sd_width(m, x), c = sd_width(l, x);
+    assert_memory_equal(&a, &c, sizeof a);
+  }
+  double t, lo, hi, x = 1;
+  assert_int_equal(ht_model_predict_interval(m, &x, -1, &t, &lo, &hi), HT_ERR_INVALID);
+  assert_int_equal(ht_model_predict_interval(m, &x, NAN, &t, &lo, &hi), HT_ERR_INVALID);
+  if (ht_model_fit("gbt", d, "rounds=5", 1, &g)) fail_msg("%s", ht_last_error());
+  assert_false(ht_model_has_sd(g));
+  assert_int_equal(ht_model_predict_interval(g, &x, 1, &t, &lo, &hi), HT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(ht_last_error(), "gbt"));
+  ht_buf_free(&b);
+  ht_model_destroy(m);
+  ht_model_destroy(l);
+  ht_model_destroy(g);
   ht_dataset_destroy(d);
 }
 
@@ -285,7 +370,10 @@ int main(void) {
       KIND_TESTS(0, "gbt"),
       KIND_TESTS(1, "svr"),
       KIND_TESTS(2, "mlp"),
+      KIND_TESTS(3, "gp"),
+      cmocka_unit_test(test_gp_uncertainty),
       cmocka_unit_test(test_gbt_matches_xgboost),
+      cmocka_unit_test(test_gbt_refused_parameters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

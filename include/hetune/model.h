@@ -96,7 +96,7 @@ ht_status ht_dataset_from_store(ht_feature_set *fs, ht_store *st, const char *de
  * see the transform. fit must not keep pointers into the dataset. A model that cannot be fitted
  * to the data (too few rows, singular system) returns HT_ERR_INVALID with a reason. */
 typedef struct ht_model_ops {
-  const char *name;    /* "linear", "knn", "mlp", "elm", "svr", "gbt", "starpu", "ranking", ... */
+  const char *name;    /* "linear", "knn", "mlp", "elm", "svr", "gbt", "gp", "starpu", "ranking", ... */
   const char *summary; /* one line for --help */
   /* The target the wrapper uses unless told otherwise: "log" (log time), "rate" (log of time per
    * unit of work) or "time" (seconds). */
@@ -112,6 +112,10 @@ typedef struct ht_model_ops {
    * at least a factor 4 in training (sizes, work, bytes, tile sizes), so inputs scaled linearly still
    * extrapolate to larger problems; 1: the model gets raw values (it models sizes itself). */
   int raw_inputs;
+  /* Optional (NULL for most kinds): the model's own uncertainty about its prediction at x, as a
+   * standard deviation of the predicted number (same units). A surrogate that a search strategy
+   * consults (gp) has one; ht_model_predict_interval turns it into times. */
+  double (*predict_sd)(const void *state, const double *x);
 } ht_model_ops;
 
 int ht_model_kind_count(void);
@@ -130,6 +134,15 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
 /* Predicted time in seconds for one feature vector laid out as the training dataset's; never below
  * the model's roofline floor (ht_model_roofline_floor) when it has one. */
 double ht_model_predict(const ht_model *m, const double *x);
+/* The prediction with the model's own uncertainty, for kinds that have one (predict_sd: gp): *time
+ * as ht_model_predict gives it, *lo and *hi the times z standard deviations below and above it in
+ * the model's target (log time or log rate: lo = time e^(-z sd), hi = time e^(z sd)), none below
+ * the roofline floor. HT_ERR_UNSUPPORTED for a kind without (ht_model_has_sd says which). Unlike
+ * ht_model_bands, which measures how far out-of-sample predictions fell, this is the model's
+ * belief, cheap enough for a search strategy to ask per candidate. */
+int ht_model_has_sd(const ht_model *m);
+ht_status ht_model_predict_interval(const ht_model *m, const double *x, double z, double *time, double *lo,
+                                    double *hi);
 const char *ht_model_kind(const ht_model *m);
 const char *ht_model_options(const ht_model *m);
 int ht_model_n_features(const ht_model *m);

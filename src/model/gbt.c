@@ -22,7 +22,6 @@
  *   lambda=1            L2 penalty on leaf values (>= 0), XGBoost's default
  * Prediction walks 8 trees at a time (see gbt_predict): ~2 us with the defaults.
  */
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include <xgboost/c_api.h>
 
 #include "model/model_util.h"
+#include "model/surrogate.h"
 
 #define GBT_MAX_NODES (1 << 26)
 
@@ -53,11 +53,6 @@ typedef struct gbt {
   gnode *node;    /* n_nodes */
 } gbt;
 
-typedef struct gbt_opts {
-  int64_t rounds, depth;
-  double eta, subsample, min_child_weight, lambda;
-} gbt_opts;
-
 static void gbt_destroy(void *state) {
   gbt *g = state;
   if (!g) return;
@@ -67,7 +62,8 @@ static void gbt_destroy(void *state) {
   free(g);
 }
 
-static ht_status read_opts(const ht_options *o, gbt_opts *p) {
+static ht_status read_opts(const ht_options *o, ht_gbt_params *p) {
+  *p = (ht_gbt_params){0};
   ht_status st;
   if ((st = mu_opt_int(o, "gbt", "rounds", 150, 1, 10000, &p->rounds)) ||
       (st = mu_opt_int(o, "gbt", "depth", 5, 1, 16, &p->depth)) ||
@@ -79,11 +75,54 @@ static ht_status read_opts(const ht_options *o, gbt_opts *p) {
   return HT_OK;
 }
 
-/* ---- export: XGBoost's JSON model -> flat nodes ---- */
+/* ---- export: XGBoost's JSON model -> flat nodes ----
+ * The JSON text is scanned, not parsed into a document: only base_score and five arrays per tree
+ * are needed, and building the whole document (every tree's statistics too) cost more than the
+ * training itself for model_guided's small fits (gemm_c: 75% more strategy time than XGBoost's own
+ * prediction). Each key occurs once per tree and the trees follow one another, so tree t's arrays
+ * are the first occurrences of their keys after the farthest array read for tree t - 1. Numbers
+ * are read by strtod, as a JSON parser would: thresholds and leaves are written as the shortest
+ * text of a float32, so the cast back is exact. */
 
-static json_t *jpath(json_t *j, const char *const *keys) {
-  for (; j && *keys; keys++) j = json_object_get(j, *keys);
-  return j;
+enum { A_LEFT, A_RIGHT, A_FEAT, A_THR, A_DLEFT, N_ARRAYS };
+static const char *const array_key[N_ARRAYS] = {"\"left_children\":", "\"right_children\":", "\"split_indices\":",
+                                               "\"split_conditions\":", "\"default_left\":"};
+
+typedef struct tree_arrays {
+  double *v[N_ARRAYS];
+  size_t n, cap; /* nodes in this tree; room in each array */
+} tree_arrays;
+
+/* The text just after the first occurrence of key at or after p (text ends with a NUL), or NULL. */
+static const char *after_key(const char *p, const char *key) {
+  const char *k = strstr(p, key);
+  return k ? k + strlen(key) : NULL;
+}
+
+/* Reads the number array at *pp ("[1,2E-1]") into a->v[which]; *pp moves past its ']'. The first
+ * array of a tree sets a->n, the others must have as many numbers. 0 on a malformed array. */
+static int read_array(const char **pp, tree_arrays *a, int which) {
+  const char *p = *pp;
+  if (*p++ != '[') return 0;
+  size_t n = 0;
+  while (*p != ']') {
+    if (n == a->cap) {
+      size_t nc = a->cap ? 2 * a->cap : 256;
+      for (int k = 0; k < N_ARRAYS; k++) {
+        double *q = realloc(a->v[k], nc * sizeof *q);
+        if (!q) return 0;
+        a->v[k] = q;
+      }
+      a->cap = nc;
+    }
+    char *e;
+    a->v[which][n++] = strtod(p, &e);
+    if (e == p || (*e != ',' && *e != ']')) return 0;
+    p = *e == ',' ? e + 1 : e;
+  }
+  if (which == 0) a->n = n;
+  *pp = p + 1;
+  return n == a->n;
 }
 
 static void set_node(gnode *d, float thr, int feat, int left, int right, int dleft) {
@@ -95,13 +134,9 @@ static void set_node(gnode *d, float thr, int feat, int left, int right, int dle
 
 /* Appends one tree's nodes, checking the structure our predict loop relies on.
  */
-static ht_status export_tree(gbt *g, json_t *tree, int *cap) {
-  json_t *lc = json_object_get(tree, "left_children"), *rc = json_object_get(tree, "right_children");
-  json_t *si = json_object_get(tree, "split_indices"), *sc = json_object_get(tree, "split_conditions");
-  json_t *dl = json_object_get(tree, "default_left");
-  size_t n = json_array_size(lc);
-  if (n == 0 || json_array_size(rc) != n || json_array_size(si) != n || json_array_size(sc) != n ||
-      json_array_size(dl) != n || n > (size_t)(GBT_MAX_NODES - g->n_nodes))
+static ht_status export_tree(gbt *g, const tree_arrays *a, int *cap) {
+  size_t n = a->n;
+  if (n == 0 || n > (size_t)(GBT_MAX_NODES - g->n_nodes))
     return ht_error(HT_ERR_INTERNAL, "gbt: unexpected tree layout in XGBoost's model");
   if (g->n_nodes + (int)n > *cap) {
     int nc = (*cap + (int)n) * 2;
@@ -112,20 +147,44 @@ static ht_status export_tree(gbt *g, json_t *tree, int *cap) {
   }
   int base = g->n_nodes;
   for (size_t i = 0; i < n; i++) {
-    json_int_t l = json_integer_value(json_array_get(lc, i)), r = json_integer_value(json_array_get(rc, i));
-    json_int_t f = json_integer_value(json_array_get(si, i));
+    double l = a->v[A_LEFT][i], r = a->v[A_RIGHT][i], f = a->v[A_FEAT][i];
     int leaf = l < 0;
-    if (!leaf && (l <= (json_int_t)i || r <= (json_int_t)i || l >= (json_int_t)n || r >= (json_int_t)n || f < 0 ||
-                  f >= g->n_features))
+    if (!leaf && !(l > (double)i && r > (double)i && l < (double)n && r < (double)n && f >= 0 && f < g->n_features &&
+                   l == (int)l && r == (int)r && f == (int)f))
       return ht_error(HT_ERR_INTERNAL, "gbt: unexpected node %zu in XGBoost's tree", i);
-    /* thresholds and leaves are written as the shortest text of a float32: the
-     * cast is exact */
-    set_node(&g->node[base + (int)i], (float)json_number_value(json_array_get(sc, i)), leaf ? -1 : (int)f,
-             base + (int)(leaf ? (json_int_t)i : l), base + (int)(leaf ? (json_int_t)i : r),
-             json_integer_value(json_array_get(dl, i)) != 0);
+    set_node(&g->node[base + (int)i], (float)a->v[A_THR][i], leaf ? -1 : (int)f, base + (leaf ? (int)i : (int)l),
+             base + (leaf ? (int)i : (int)r), a->v[A_DLEFT][i] != 0);
   }
   g->n_nodes += (int)n;
   return HT_OK;
+}
+
+/* Reads the trees after base_score: tree t's five arrays, then tree t + 1's, to the last. */
+static ht_status export_trees(gbt *g, const char *text) {
+  g->n_trees = 0;
+  for (const char *p = text; (p = after_key(p, array_key[A_LEFT])); p++) g->n_trees++;
+  if (g->n_trees < 1) return ht_error(HT_ERR_INTERNAL, "gbt: XGBoost's model has no trees");
+  if (!(g->root = malloc((size_t)g->n_trees * sizeof *g->root))) return ht_error(HT_ERR_NOMEM, "out of memory");
+  tree_arrays a = {0};
+  ht_status st = HT_OK;
+  const char *from = text;
+  int cap = 0;
+  for (int t = 0; !st && t < g->n_trees; t++) {
+    const char *farthest = from;
+    for (int k = 0; !st && k < N_ARRAYS; k++) {
+      const char *p = after_key(from, array_key[k]);
+      if (!p || !read_array(&p, &a, k))
+        st = ht_error(HT_ERR_INTERNAL, "gbt: tree %d of XGBoost's JSON model: bad %.*s array", t,
+                      (int)strlen(array_key[k]) - 3, array_key[k] + 1);
+      else if (p > farthest)
+        farthest = p;
+    }
+    g->root[t] = g->n_nodes;
+    if (!st) st = export_tree(g, &a, &cap);
+    from = farthest;
+  }
+  for (int k = 0; k < N_ARRAYS; k++) free(a.v[k]);
+  return st;
 }
 
 /* Each tree's depth, for the fixed-length walks of predict (children follow
@@ -153,40 +212,63 @@ static int tree_depths(gbt *g) {
 
 static ht_status export_model(gbt *g, BoosterHandle bst) {
   bst_ulong len = 0;
-  const char *text = NULL;
-  if (XGBoosterSaveModelToBuffer(bst, "{\"format\": \"json\"}", &len, &text))
+  const char *out = NULL;
+  if (XGBoosterSaveModelToBuffer(bst, "{\"format\": \"json\"}", &len, &out))
     return ht_error(HT_ERR_INTERNAL, "gbt: XGBoost model export failed: %s", XGBGetLastError());
-  json_error_t jerr;
-  json_t *root = json_loadb(text, (size_t)len, 0, &jerr);
-  if (!root) return ht_error(HT_ERR_INTERNAL, "gbt: XGBoost's JSON model does not parse: %s", jerr.text);
-  static const char *const kbase[] = {"learner", "learner_model_param", "base_score", NULL};
-  static const char *const ktrees[] = {"learner", "gradient_booster", "model", "trees", NULL};
-  json_t *jb = jpath(root, kbase), *trees = jpath(root, ktrees);
-  ht_status st = HT_OK;
-  /* base_score is a string ("5E-1") in XGBoost 1.x and may be a number in later
-   * versions. */
-  if (json_is_string(jb))
-    g->base = (float)strtod(json_string_value(jb), NULL);
-  else if (json_is_number(jb))
-    g->base = (float)json_number_value(jb);
-  else
-    st = ht_error(HT_ERR_INTERNAL, "gbt: no base_score in XGBoost's model");
-  g->n_trees = (int)json_array_size(trees);
-  if (!st && g->n_trees < 1) st = ht_error(HT_ERR_INTERNAL, "gbt: XGBoost's model has no trees");
-  if (!st && !(g->root = malloc((size_t)g->n_trees * sizeof *g->root))) st = ht_error(HT_ERR_NOMEM, "out of memory");
-  int cap = 0;
-  for (int t = 0; !st && t < g->n_trees; t++) {
-    g->root[t] = g->n_nodes;
-    st = export_tree(g, json_array_get(trees, (size_t)t), &cap);
-  }
+  char *text = malloc((size_t)len + 1); /* NUL-terminated for strstr and strtod */
+  if (!text) return ht_error(HT_ERR_NOMEM, "out of memory exporting trees");
+  memcpy(text, out, (size_t)len);
+  text[len] = 0;
+  /* base_score is a string ("5E-1") in XGBoost 1.x and may be a number in later versions */
+  const char *b = after_key(text, "\"base_score\":");
+  char *e = NULL;
+  if (b) g->base = (float)strtod(b + (*b == '"'), &e);
+  ht_status st = b && e != b + (*b == '"') ? HT_OK : ht_error(HT_ERR_INTERNAL, "gbt: no base_score in XGBoost's model");
+  if (!st) st = export_trees(g, text);
   if (!st && tree_depths(g)) st = ht_error(HT_ERR_NOMEM, "out of memory");
-  json_decref(root);
+  free(text);
   return st;
 }
 
 /* ---- training ---- */
 
-static ht_status train(gbt *g, const ht_dataset *d, const gbt_opts *p, uint64_t seed, BoosterHandle *out) {
+/* The booster's parameters: the strings XGBoost takes, fixed settings first. */
+static int set_params(BoosterHandle bst, const ht_gbt_params *p, uint64_t seed, double mean) {
+  char buf[6][40], base[40];
+  snprintf(buf[0], sizeof buf[0], "%d", (int)(seed & 0x7fffffff));
+  snprintf(buf[1], sizeof buf[1], "%d", (int)p->depth);
+  snprintf(buf[2], sizeof buf[2], "%.17g", p->eta);
+  snprintf(buf[3], sizeof buf[3], "%.17g", p->subsample);
+  snprintf(buf[4], sizeof buf[4], "%.17g", p->min_child_weight);
+  snprintf(buf[5], sizeof buf[5], "%.17g", p->lambda);
+  snprintf(base, sizeof base, "%.9g", mean);
+  return XGBoosterSetParam(bst, "verbosity", "0") || XGBoosterSetParam(bst, "nthread", "1") ||
+         XGBoosterSetParam(bst, "seed", buf[0]) || XGBoosterSetParam(bst, "booster", "gbtree") ||
+         XGBoosterSetParam(bst, "tree_method", "exact") ||
+         XGBoosterSetParam(bst, "objective", p->rank ? "rank:pairwise" : "reg:squarederror") ||
+         XGBoosterSetParam(bst, "max_depth", buf[1]) || XGBoosterSetParam(bst, "eta", buf[2]) ||
+         XGBoosterSetParam(bst, "subsample", buf[3]) || XGBoosterSetParam(bst, "min_child_weight", buf[4]) ||
+         XGBoosterSetParam(bst, "lambda", buf[5]) || (!p->rank && XGBoosterSetParam(bst, "base_score", base));
+}
+
+/* The training matrix: features and labels as float32, the weights, and for ranking one group of
+ * every row. */
+static int make_matrix(const ht_dataset *d, const ht_gbt_params *p, float *x, float *y, DMatrixHandle *dm) {
+  size_t n = (size_t)d->n_rows, nf = (size_t)d->n_features;
+  for (size_t i = 0; i < n * nf; i++) x[i] = (float)d->x[i];
+  for (size_t i = 0; i < n; i++) y[i] = (float)d->y[i];
+  if (XGDMatrixCreateFromMat(x, (bst_ulong)n, (bst_ulong)nf, NAN, dm) ||
+      XGDMatrixSetFloatInfo(*dm, "label", y, (bst_ulong)n))
+    return 1;
+  if (p->weight) {
+    for (size_t i = 0; i < n; i++) y[i] = (float)p->weight[i];
+    if (XGDMatrixSetFloatInfo(*dm, "weight", y, (bst_ulong)n)) return 1;
+  }
+  unsigned group = (unsigned)n;
+  return p->rank && XGDMatrixSetUIntInfo(*dm, "group", &group, 1);
+}
+
+static ht_status train(gbt *g, const ht_dataset *d, const ht_gbt_params *p, uint64_t seed, BoosterHandle *out) {
   size_t n = (size_t)d->n_rows, nf = (size_t)d->n_features;
   float *x = malloc(n * nf * sizeof *x + 1), *y = malloc(n * sizeof *y + 1);
   if (!x || !y) {
@@ -194,32 +276,12 @@ static ht_status train(gbt *g, const ht_dataset *d, const gbt_opts *p, uint64_t 
     free(y);
     return ht_error(HT_ERR_NOMEM, "gbt: out of memory for %zu rows", n);
   }
-  for (size_t i = 0; i < n * nf; i++) x[i] = (float)d->x[i];
   double mean = 0;
-  for (size_t i = 0; i < n; i++) {
-    y[i] = (float)d->y[i];
-    mean += d->y[i];
-  }
+  for (size_t i = 0; i < n; i++) mean += d->y[i];
   mean /= (double)n;
-  char buf[6][40];
-  snprintf(buf[0], sizeof buf[0], "%d", (int)(seed & 0x7fffffff));
-  snprintf(buf[1], sizeof buf[1], "%d", (int)p->depth);
-  snprintf(buf[2], sizeof buf[2], "%.17g", p->eta);
-  snprintf(buf[3], sizeof buf[3], "%.17g", p->subsample);
-  snprintf(buf[4], sizeof buf[4], "%.17g", p->min_child_weight);
-  snprintf(buf[5], sizeof buf[5], "%.17g", p->lambda);
-  char base[40];
-  snprintf(base, sizeof base, "%.9g", mean);
   DMatrixHandle dm = NULL;
   BoosterHandle bst = NULL;
-  int bad = XGDMatrixCreateFromMat(x, (bst_ulong)n, (bst_ulong)nf, NAN, &dm) ||
-            XGDMatrixSetFloatInfo(dm, "label", y, (bst_ulong)n) || XGBoosterCreate(&dm, 1, &bst) ||
-            XGBoosterSetParam(bst, "verbosity", "0") || XGBoosterSetParam(bst, "nthread", "1") ||
-            XGBoosterSetParam(bst, "seed", buf[0]) || XGBoosterSetParam(bst, "booster", "gbtree") ||
-            XGBoosterSetParam(bst, "tree_method", "exact") || XGBoosterSetParam(bst, "objective", "reg:squarederror") ||
-            XGBoosterSetParam(bst, "max_depth", buf[1]) || XGBoosterSetParam(bst, "eta", buf[2]) ||
-            XGBoosterSetParam(bst, "subsample", buf[3]) || XGBoosterSetParam(bst, "min_child_weight", buf[4]) ||
-            XGBoosterSetParam(bst, "lambda", buf[5]) || XGBoosterSetParam(bst, "base_score", base);
+  int bad = make_matrix(d, p, x, y, &dm) || XGBoosterCreate(&dm, 1, &bst) || set_params(bst, p, seed, mean);
   for (int it = 0; !bad && it < p->rounds; it++) bad = XGBoosterUpdateOneIter(bst, it, dm) != 0;
   free(x);
   free(y);
@@ -233,22 +295,15 @@ static ht_status train(gbt *g, const ht_dataset *d, const gbt_opts *p, uint64_t 
   return st;
 }
 
-/* Fits the model and, when keep is not NULL, hands back the XGBoost booster too
- * (for tests that compare our tree evaluation with XGBoost's). Internal,
- * declared in the test. */
-ht_status ht_gbt_fit_keep(void **state, const ht_dataset *d, const ht_options *opt, uint64_t seed, void **keep);
-ht_status ht_gbt_fit_keep(void **state, const ht_dataset *d, const ht_options *opt, uint64_t seed, void **keep) {
+ht_status ht_gbt_train(void **state, const ht_dataset *d, const ht_gbt_params *p, uint64_t seed, void **keep) {
   *state = NULL;
-  gbt_opts p;
-  ht_status st = read_opts(opt, &p);
-  if (st) return st;
   if (d->n_rows < 1 || d->n_features < 1)
     return ht_error(HT_ERR_INVALID, "gbt: needs at least one row and one feature (got %d x %d)", d->n_rows,
                     d->n_features);
   gbt *g = calloc(1, sizeof *g);
   if (!g) return ht_error(HT_ERR_NOMEM, "out of memory");
   g->n_features = d->n_features;
-  st = train(g, d, &p, seed, (BoosterHandle *)keep);
+  ht_status st = train(g, d, p, seed, (BoosterHandle *)keep);
   if (st) {
     gbt_destroy(g);
     return st;
@@ -258,7 +313,10 @@ ht_status ht_gbt_fit_keep(void **state, const ht_dataset *d, const ht_options *o
 }
 
 static ht_status gbt_fit(void **state, const ht_dataset *d, const ht_options *opt, uint64_t seed) {
-  return ht_gbt_fit_keep(state, d, opt, seed, NULL);
+  *state = NULL;
+  ht_gbt_params p;
+  ht_status st = read_opts(opt, &p);
+  return st ? st : ht_gbt_train(state, d, &p, seed, NULL);
 }
 
 /* ---- prediction ---- */

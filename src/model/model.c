@@ -277,16 +277,44 @@ static double bounded(const ht_model *m, const route *rt, double v) {
   return fmin(fmax(v, rt->y_lo - margin), rt->y_hi + margin);
 }
 
-double ht_model_predict(const ht_model *m, const double *x) {
-  double work = work_of(m, x), t[HT_MODEL_MAX_FEATURES];
-  transform_inputs(m, x, t);
+/* The route that predicts a problem of this work. */
+static const route *route_of(const ht_model *m, double work) {
   int r = 0;
   if (m->n_routes > 1) {
     double dec = decade_of(work);
     while (r + 1 < m->n_routes && dec >= m->routes[r + 1].lo_decade) r++;
   }
-  double v = from_target(m->tgt, bounded(m, &m->routes[r], m->ops->predict(m->routes[r].state, t)), work);
-  return fmax(v, roofline_floor(&m->roof, x));
+  return &m->routes[r];
+}
+
+/* The time of target value v, kept near the route's range and above the roofline floor. */
+static double time_of(const ht_model *m, const route *rt, double v, const double *x, double work) {
+  return fmax(from_target(m->tgt, bounded(m, rt, v), work), roofline_floor(&m->roof, x));
+}
+
+double ht_model_predict(const ht_model *m, const double *x) {
+  double work = work_of(m, x), t[HT_MODEL_MAX_FEATURES];
+  transform_inputs(m, x, t);
+  const route *rt = route_of(m, work);
+  return time_of(m, rt, m->ops->predict(rt->state, t), x, work);
+}
+
+int ht_model_has_sd(const ht_model *m) { return m->ops->predict_sd != NULL; }
+
+ht_status ht_model_predict_interval(const ht_model *m, const double *x, double z, double *time, double *lo,
+                                    double *hi) {
+  if (!m->ops->predict_sd)
+    return ht_error(HT_ERR_UNSUPPORTED, "model kind %s gives no standard deviation (gp does)", m->ops->name);
+  if (!(z >= 0) || !isfinite(z)) return ht_error(HT_ERR_INVALID, "prediction interval: z = %g (must be >= 0)", z);
+  double work = work_of(m, x), t[HT_MODEL_MAX_FEATURES];
+  transform_inputs(m, x, t);
+  const route *rt = route_of(m, work);
+  double v = m->ops->predict(rt->state, t), sd = m->ops->predict_sd(rt->state, t);
+  if (!(sd >= 0)) sd = 0;
+  *time = time_of(m, rt, v, x, work);
+  *lo = time_of(m, rt, v - z * sd, x, work);
+  *hi = time_of(m, rt, v + z * sd, x, work);
+  return HT_OK;
 }
 
 double ht_model_roofline_floor(const ht_model *m, const double *x) { return roofline_floor(&m->roof, x); }

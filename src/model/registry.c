@@ -5,6 +5,7 @@
 
 extern const ht_model_ops ht_model_elm;
 extern const ht_model_ops ht_model_gbt;
+extern const ht_model_ops ht_model_gp;
 extern const ht_model_ops ht_model_knn;
 extern const ht_model_ops ht_model_linear;
 extern const ht_model_ops ht_model_mlp;
@@ -15,6 +16,7 @@ extern const ht_model_ops ht_model_svr;
 static const ht_model_ops *const kinds[] = {
   &ht_model_elm,
   &ht_model_gbt,
+  &ht_model_gp,
   &ht_model_knn,
   &ht_model_linear,
   &ht_model_mlp,

@@ -19,18 +19,18 @@
  * regresses them at the worst target + a quarter of the range + 0.1, which scored worse where
  * failures form stripes (the penalties force short length-scales everywhere).
  *
- * Model: zero-mean GP, Matern 5/2, ARD length-scales (ard=0: one shared), signal and noise
- * variance, fitted by MAP (log marginal likelihood + weak log-normal priors: log l ~ N(log 0.5,
- * 1.5^2), log sf2 ~ N(0, 1.5^2), log sn2 ~ N(log 0.01, 2^2), so a few points cannot collapse the
- * length-scales) with iRprop- on the analytic gradient in log space, from the last optimum and, at
- * the first fit and every 4th, from the prior mean. A fit sees at most fit_max observations (best
+ * Model: the Gaussian process of the gp model kind (src/model/gp_core.c, through
+ * model/surrogate.h): zero mean, Matern 5/2, ARD length-scales (ard=0: one shared), signal and
+ * noise variance, fitted by MAP (log marginal likelihood + weak log-normal priors, so a few points
+ * cannot collapse the length-scales) with iRprop-, from the last optimum and, at the first fit and
+ * every 4th, from the prior mean. A fit sees at most fit_max observations (best
  * quarter + random rest); refits come when the data grew by an eighth (every observation early,
  * every 25 at 200), bounding the amortised cost, and only once the evaluations told since the
  * last refit took 1/refit_share times the refit's estimated cost (a flop count at 5 GFLOP/s, so
  * the decision depends on the tells, not on a clock): with cheap evaluations refits come later.
  * On gemm_c (0.109 s per evaluation, ~390 evaluations per run) that took the strategy's share of
  * the clock from 1.5% to 0.6% with the same scores (0.810 / 0.798 against 0.812 / 0.799 on two
- * sets of 100 seeds). Cholesky: LAPACKE_dpotrf, jitter on failure.
+ * sets of 100 seeds).
  *
  * Acquisition: acq=lcb: mu - kappa * sd (default; with target=log it scored 0.56 against EI's 0.51),
  * or acq=ei: log expected improvement over the best observation (xi shifts it). Maximised over a
@@ -51,21 +51,14 @@
  * clip (target=log: 0.5; 0 = off), outlier (3; 0 = off), fail (model | penalty), ard (1),
  * fit_max (192), refit_share (0.005; 0 = refit whenever the data grew by an eighth).
  * Deterministic given the seed and the tells. */
-#include <cblas.h>
-#include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/surrogate.h"
 #include "tune/strategy_util.h"
 
 #define MAX_TH (HT_MAX_PARAMS + 2)
-#define LS_LO (-3.9) /* log length-scale bounds: 0.02 .. 20 on the [0,1] encoding */
-#define LS_HI 3.0
-#define SF_LO (-4.6) /* log signal variance: 0.01 .. 50 */
-#define SF_HI 3.9
-#define SN_LO (-13.8) /* log noise variance: 1e-6 .. 2 */
-#define SN_HI 0.7
 
 typedef struct bo_obs {
   ht_config c;
@@ -93,20 +86,21 @@ typedef struct bo {
   /* hyperparameters */
   double th[MAX_TH];
   int n_th, fitted, fit_n, n_fits;
-  double il[HT_MAX_PARAMS], sf2, sn2;
-  /* GP: n_gp points (n_real observations, then fakes), L lower Cholesky factor, column-major, ld n_cap.
+  /* The GP: gp.n points (n_real observations, then fakes), the pool's candidates as its pool.
    * gobs: the observation of each real point; the first n_seen observations are in the model, their
    * scaled inputs in oz (for the feasibility sums). */
-  int n_gp, n_real, n_cap, n_seen, cap_gobs, cap_oz;
+  ht_gp gp;
+  int n_real, n_seen, cap_gobs, cap_oz;
   int *gobs;
-  double *gz, *L, *gy, *w, *kv, *oz;
+  double *oz;
   double ybest, ymean, ysd, ycap, ypen; /* target transform of the last targets() */
   int copula, n_sorted;                  /* target=copula: normal quantiles of the ranks */
   double *sorted;                        /* the successful log times of the last targets(), sorted */
-  /* candidate pool: configs, scaled inputs, V (n_cap x m_cap, column-major), squared column norms */
-  int m, m_cap;
+  /* candidate pool (gp.m of them; their inputs and predictions are the GP's): configs, and the
+   * kernel-weighted count of all / successful observations around each */
+  int pool_cap;
   ht_config *pc;
-  double *pz, *V, *ss, *mu, *sd, *scr, *sw, *sok; /* sw, sok: kernel-weighted count of all / successful observations */
+  double *sw, *sok;
   ht_config_set pooled, expanded;
 } bo;
 
@@ -158,127 +152,13 @@ static void encode_raw(const bo *b, const ht_config *c, double *x) {
   for (int k = 0; k < b->D; k++) x[k] = b->enc[k][c->idx[b->act[k]]];
 }
 
+/* The GP's inputs of c: its encoding scaled by the current length-scales. */
 static void encode(const bo *b, const ht_config *c, double *z) {
-  for (int k = 0; k < b->D; k++) z[k] = b->enc[k][c->idx[b->act[k]]] * b->il[k];
+  encode_raw(b, c, z);
+  ht_gp_scale(&b->gp, z, z);
 }
 
-static inline double matern(double sf2, double r2) {
-  double r = sqrt(5.0 * r2);
-  return sf2 * (1.0 + r + r * r / 3.0) * exp(-r);
-}
-
-static inline double dist2(const double *a, const double *z, int D) {
-  double s = 0;
-  for (int k = 0; k < D; k++) s += (a[k] - z[k]) * (a[k] - z[k]);
-  return s;
-}
-
-/* ---- hyperparameters: MAP by iRprop- ---- */
-typedef struct fitdata {
-  int n, D, nl;
-  const double *x, *y;
-  double *K, *C, *Q, *alpha;
-} fitdata;
-
-static const double PRIOR_MU[3] = {-0.693, 0.0, -4.605}, PRIOR_SD[3] = {1.5, 1.5, 2.0};
-
-static double map_objective(fitdata *f, const double *th, double *g) {
-  int n = f->n, D = f->D, nl = f->nl;
-  double il2[HT_MAX_PARAMS], sf2 = exp(th[nl]), sn2 = exp(th[nl + 1]);
-  for (int k = 0; k < D; k++) il2[k] = exp(-2.0 * th[nl == 1 ? 0 : k]);
-  for (int a = 0; a < n; a++) {
-    const double *xa = f->x + (size_t)a * D;
-    f->K[a + (size_t)a * n] = sf2 + sn2;
-    for (int c = 0; c < a; c++) {
-      const double *xc = f->x + (size_t)c * D;
-      double r2 = 0;
-      for (int k = 0; k < D; k++) r2 += (xa[k] - xc[k]) * (xa[k] - xc[k]) * il2[k];
-      double r = sqrt(5.0 * r2), e = exp(-r);
-      f->K[a + (size_t)c * n] = sf2 * (1.0 + r + r * r / 3.0) * e;
-      f->Q[a + (size_t)c * n] = sf2 * (5.0 / 3.0) * (1.0 + r) * e;
-    }
-  }
-  double jitter = 0;
-  for (int attempt = 0;; attempt++) {
-    for (int c = 0; c < n; c++)
-      for (int a = c; a < n; a++) f->C[a + (size_t)c * n] = f->K[a + (size_t)c * n] + (a == c ? jitter : 0);
-    if (LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, f->C, n) == 0) break;
-    if (attempt == 4) return -INFINITY;
-    jitter = (sf2 + sn2) * pow(10.0, -8 + 2 * attempt);
-  }
-  double logdet = 0, fit = 0;
-  for (int a = 0; a < n; a++) logdet += 2.0 * log(f->C[a + (size_t)a * n]);
-  memcpy(f->alpha, f->y, sizeof(double) * (size_t)n);
-  LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', n, 1, f->C, n, f->alpha, n);
-  for (int a = 0; a < n; a++) fit += f->y[a] * f->alpha[a];
-  double val = -0.5 * fit - 0.5 * logdet - 0.5 * n * log(2 * M_PI);
-  for (int i = 0; i < nl + 2; i++) {
-    int kind = i < nl ? 0 : i - nl + 1;
-    double u = (th[i] - PRIOR_MU[kind]) / PRIOR_SD[kind];
-    val -= 0.5 * u * u;
-    if (g) g[i] = -u / PRIOR_SD[kind];
-  }
-  if (!g || !isfinite(val)) return isfinite(val) ? val : -INFINITY;
-  LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', n, f->C, n); /* C = K^-1 (lower) */
-  double gl[HT_MAX_PARAMS] = {0}, gsf = 0, gsn = 0;
-  for (int a = 0; a < n; a++) {
-    const double *xa = f->x + (size_t)a * D;
-    double maa = f->alpha[a] * f->alpha[a] - f->C[a + (size_t)a * n];
-    gsf += 0.5 * maa * sf2;
-    gsn += 0.5 * maa * sn2;
-    for (int c = 0; c < a; c++) {
-      const double *xc = f->x + (size_t)c * D;
-      double m = f->alpha[a] * f->alpha[c] - f->C[a + (size_t)c * n];
-      gsf += m * f->K[a + (size_t)c * n];
-      double q = m * f->Q[a + (size_t)c * n];
-      for (int k = 0; k < D; k++) gl[k] += q * (xa[k] - xc[k]) * (xa[k] - xc[k]);
-    }
-  }
-  for (int k = 0; k < D; k++) g[nl == 1 ? 0 : k] += gl[k] * il2[k];
-  g[nl] += gsf;
-  g[nl + 1] += gsn;
-  return val;
-}
-
-static double rprop(fitdata *f, double *th, int iters) {
-  int nt = f->nl + 2;
-  double step[MAX_TH], gprev[MAX_TH] = {0}, g[MAX_TH], best[MAX_TH], fbest = -INFINITY;
-  for (int i = 0; i < nt; i++) step[i] = 0.3;
-  for (int it = 0, last = 0; it < iters && it - last < 8; it++) {
-    double v = map_objective(f, th, g);
-    if (v > fbest + 1e-3) last = it;
-    if (v > fbest) {
-      fbest = v;
-      memcpy(best, th, sizeof(double) * (size_t)nt);
-    }
-    if (!isfinite(v)) break;
-    double maxstep = 0;
-    for (int i = 0; i < nt; i++) {
-      double lo = i < f->nl ? LS_LO : i == f->nl ? SF_LO : SN_LO, hi = i < f->nl ? LS_HI : i == f->nl ? SF_HI : SN_HI;
-      if (!isfinite(g[i])) g[i] = 0;
-      if (g[i] * gprev[i] > 0)
-        step[i] = fmin(step[i] * 1.2, 1.0);
-      else if (g[i] * gprev[i] < 0) {
-        step[i] = fmax(step[i] * 0.5, 1e-4);
-        g[i] = 0;
-      }
-      th[i] += g[i] > 0 ? step[i] : g[i] < 0 ? -step[i] : 0;
-      th[i] = fmin(fmax(th[i], lo), hi);
-      gprev[i] = g[i];
-      maxstep = fmax(maxstep, step[i]);
-    }
-    if (maxstep < 2e-3) break;
-  }
-  if (fbest > -INFINITY) memcpy(th, best, sizeof(double) * (size_t)nt);
-  return fbest;
-}
-
-static void default_theta(const bo *b, double *th) {
-  for (int i = 0; i < b->n_th - 2; i++) th[i] = PRIOR_MU[0];
-  th[b->n_th - 2] = PRIOR_MU[1];
-  th[b->n_th - 1] = PRIOR_MU[2];
-}
-
+/* ---- hyperparameters ---- */
 static int cmp_double_idx(const void *a, const void *b) {
   const double *x = a, *y = b;
   return (x[0] > y[0]) - (x[0] < y[0]);
@@ -289,9 +169,8 @@ static int cmp_double_idx(const void *a, const void *b) {
 static void fit_hyper(bo *b, const double *y, const int *gi, int ng) {
   int D = b->D, nf = ng < b->fit_max ? ng : b->fit_max;
   double *x = malloc(sizeof(double) * (size_t)nf * (D ? D : 1)), *ys = malloc(sizeof(double) * (size_t)nf);
-  double *buf = malloc(sizeof(double) * ((size_t)3 * nf * nf + nf));
   double *order = malloc(sizeof(double) * 2 * (size_t)ng);
-  if (!x || !ys || !buf || !order) goto done;
+  if (!x || !ys || !order) goto done;
   for (int i = 0; i < ng; i++) {
     order[2 * i] = y[i];
     order[2 * i + 1] = i;
@@ -312,18 +191,17 @@ static void fit_hyper(bo *b, const double *y, const int *gi, int ng) {
     encode_raw(b, &b->obs[gi[o]].c, x + (size_t)i * D);
     ys[i] = y[o];
   }
-  fitdata f = {
-      nf, D, b->n_th - 2, x, ys, buf, buf + (size_t)nf * nf, buf + (size_t)2 * nf * nf, buf + (size_t)3 * nf * nf};
+  int nl = b->n_th - 2;
   double th[MAX_TH];
   if (b->fitted)
     memcpy(th, b->th, sizeof th);
   else
-    default_theta(b, th);
-  double v = rprop(&f, th, b->fitted ? 40 : 80);
+    ht_gp_theta_default(th, nl);
+  double v = ht_gp_map_fit(x, ys, nf, D, nl, th, b->fitted ? 40 : 80);
   if (b->fitted && b->n_fits % 4 == 0) {
     double th2[MAX_TH];
-    default_theta(b, th2);
-    if (rprop(&f, th2, 60) > v) memcpy(th, th2, sizeof th);
+    ht_gp_theta_default(th2, nl);
+    if (ht_gp_map_fit(x, ys, nf, D, nl, th2, 60) > v) memcpy(th, th2, sizeof th);
   }
   if (v > -INFINITY || !b->fitted) memcpy(b->th, th, sizeof th);
   b->fitted = 1;
@@ -332,105 +210,52 @@ done:
   b->fit_n = b->n_obs;
   free(x);
   free(ys);
-  free(buf);
   free(order);
 }
 
-/* ---- the GP and the candidate pool ---- */
+/* ---- the candidate pool: the GP holds its inputs and predictive vectors, bayes its configs ---- */
 static int pool_reserve(bo *b, int need) {
-  if (need <= b->m_cap) return 1;
-  int cap = b->m_cap;
+  if (need <= b->pool_cap) return 1;
+  int cap = b->pool_cap;
   while (cap < need) cap = cap ? 2 * cap : 1024;
-  void **arr[] = {(void **)&b->ss,  (void **)&b->mu, (void **)&b->sd, (void **)&b->scr, (void **)&b->sw,
-                  (void **)&b->sok, (void **)&b->pc, (void **)&b->pz, (void **)&b->V};
-  size_t per[] = {8, 8, 8, 8, 8, 8, sizeof(ht_config), 8 * (size_t)(b->D ? b->D : 1), 8 * (size_t)b->n_cap};
+  void **arr[] = {(void **)&b->pc, (void **)&b->sw, (void **)&b->sok};
+  size_t per[] = {sizeof(ht_config), 8, 8};
   for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++) {
     void *q = realloc(*arr[i], per[i] * (size_t)cap);
     if (!q) return 0;
     *arr[i] = q;
   }
-  b->m_cap = cap;
+  b->pool_cap = cap;
   return 1;
 }
 
 static int pool_add(bo *b, const ht_config *c, int k) {
   if (k <= 0) return 1;
-  if (!pool_reserve(b, b->m + k)) return 0;
-  int D = b->D, n = b->n_gp;
-  for (int j = 0; j < k; j++) {
-    int col = b->m + j;
-    b->pc[col] = c[j];
-    double *z = b->pz + (size_t)col * D, *v = b->V + (size_t)col * b->n_cap;
-    encode(b, &c[j], z);
-    for (int i = 0; i < n; i++) v[i] = matern(b->sf2, dist2(b->gz + (size_t)i * D, z, D));
-    b->sw[col] = b->sok[col] = 0;
+  int D = b->D, m = b->gp.m;
+  double *z = malloc(sizeof(double) * (size_t)k * (D ? D : 1));
+  int ok = z && pool_reserve(b, m + k);
+  for (int j = 0; ok && j < k; j++) encode(b, &c[j], z + (size_t)j * D);
+  ok = ok && ht_gp_pool_add(&b->gp, z, k);
+  for (int j = 0; ok && j < k; j++) {
+    const double *zj = z + (size_t)j * D;
+    b->pc[m + j] = c[j];
+    b->sw[m + j] = b->sok[m + j] = 0;
     for (int i = 0; b->fail_model && i < b->n_seen; i++) {
-      double wt = matern(1.0, dist2(b->oz + (size_t)i * D, z, D));
-      b->sw[col] += wt;
-      b->sok[col] += isfinite(b->obs[i].t) ? wt : 0.0;
+      double wt = ht_gp_matern(1.0, ht_gp_dist2(b->oz + (size_t)i * D, zj, D));
+      b->sw[m + j] += wt;
+      b->sok[m + j] += isfinite(b->obs[i].t) ? wt : 0.0;
     }
   }
-  if (n > 0)
-    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, n, k, 1.0, b->L, b->n_cap,
-                b->V + (size_t)b->m * b->n_cap, b->n_cap);
-  for (int j = 0; j < k; j++) {
-    double *v = b->V + (size_t)(b->m + j) * b->n_cap;
-    b->ss[b->m + j] = n > 0 ? cblas_ddot(n, v, 1, v, 1) : 0.0;
-  }
-  b->m += k;
-  return 1;
+  free(z);
+  return ok;
 }
 
 static void pool_remove(bo *b, int j) {
-  int last = --b->m;
-  if (j == last) return;
+  int last = b->gp.m - 1;
   b->pc[j] = b->pc[last];
-  memcpy(b->pz + (size_t)j * b->D, b->pz + (size_t)last * b->D, sizeof(double) * (size_t)b->D);
-  memcpy(b->V + (size_t)j * b->n_cap, b->V + (size_t)last * b->n_cap, sizeof(double) * (size_t)b->n_gp);
-  b->ss[j] = b->ss[last];
   b->sw[j] = b->sw[last];
   b->sok[j] = b->sok[last];
-}
-
-/* Adds a point (scaled inputs z) to the GP: one new row of L, and of V for every pool member.
- * Requires n_gp < n_cap. gy[n] is left for the caller. */
-static void gp_append(bo *b, const double *z) {
-  int n = b->n_gp, D = b->D, ld = b->n_cap;
-  double *k = b->kv;
-  for (int i = 0; i < n; i++) k[i] = matern(b->sf2, dist2(b->gz + (size_t)i * D, z, D));
-  if (n > 0) cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, n, b->L, ld, k, 1);
-  double d2 = b->sf2 + b->sn2 - (n > 0 ? cblas_ddot(n, k, 1, k, 1) : 0.0), floor = 1e-9 * (b->sf2 + b->sn2);
-  double lnn = sqrt(d2 > floor ? d2 : floor);
-  for (int i = 0; i < n; i++) b->L[n + (size_t)i * ld] = k[i];
-  b->L[n + (size_t)n * ld] = lnn;
-  if (b->m > 0) {
-    if (n > 0)
-      cblas_dgemv(CblasColMajor, CblasTrans, n, b->m, 1.0, b->V, ld, k, 1, 0.0, b->scr, 1);
-    else
-      memset(b->scr, 0, sizeof(double) * (size_t)b->m);
-    for (int j = 0; j < b->m; j++) {
-      double v = (matern(b->sf2, dist2(b->pz + (size_t)j * D, z, D)) - b->scr[j]) / lnn;
-      b->V[n + (size_t)j * ld] = v;
-      b->ss[j] += v * v;
-    }
-  }
-  memcpy(b->gz + (size_t)n * D, z, sizeof(double) * (size_t)D);
-  b->n_gp++;
-}
-
-/* w = L^-1 gy */
-static void solve_w(bo *b) {
-  memcpy(b->w, b->gy, sizeof(double) * (size_t)b->n_gp);
-  cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, b->n_gp, b->L, b->n_cap, b->w, 1);
-}
-
-static void predict_pool(bo *b) {
-  solve_w(b);
-  cblas_dgemv(CblasColMajor, CblasTrans, b->n_gp, b->m, 1.0, b->V, b->n_cap, b->w, 1, 0.0, b->mu, 1);
-  for (int j = 0; j < b->m; j++) {
-    double v = b->sf2 - b->ss[j];
-    b->sd[j] = sqrt(v > 1e-10 * b->sf2 ? v : 1e-10 * b->sf2);
-  }
+  ht_gp_pool_remove(&b->gp, j);
 }
 
 static int is_point(const bo *b, int i) { return !b->obs[i].outlier && (!b->fail_model || isfinite(b->obs[i].t)); }
@@ -484,25 +309,21 @@ static int see(bo *b) {
   double *z = b->oz + (size_t)i * D;
   int ok = isfinite(b->obs[i].t);
   encode(b, &b->obs[i].c, z);
-  for (int j = 0; b->fail_model && j < b->m; j++) {
-    double wt = matern(1.0, dist2(b->pz + (size_t)j * D, z, D));
+  for (int j = 0; b->fail_model && j < b->gp.m; j++) {
+    double wt = ht_gp_matern(1.0, ht_gp_dist2(b->gp.pz + (size_t)j * D, z, D));
     b->sw[j] += wt;
     b->sok[j] += ok ? wt : 0.0;
   }
   if (ok && b->outlier_z > 0 && b->n_real >= 10) { /* far slower than predicted? */
-    int n = b->n_gp;
-    double *k = b->kv, yn = target_of(b, b->obs[i].t);
-    for (int r = 0; r < n; r++) k[r] = matern(b->sf2, dist2(b->gz + (size_t)r * D, z, D));
-    cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, n, b->L, b->n_cap, k, 1);
-    double mean = cblas_ddot(n, k, 1, b->w, 1), var = b->sf2 + b->sn2 - cblas_ddot(n, k, 1, k, 1);
-    if (yn - mean > b->outlier_z * sqrt(var > b->sn2 ? var : b->sn2)) b->obs[i].outlier = 1;
+    double yn = target_of(b, b->obs[i].t), mean, var, sn2 = b->gp.sn2;
+    ht_gp_predict(&b->gp, z, &mean, &var);
+    if (yn - mean > b->outlier_z * sqrt(var > sn2 ? var : sn2)) b->obs[i].outlier = 1;
   }
   if (is_point(b, i)) {
-    if (b->n_gp >= b->n_cap) return 0;
-    gp_append(b, z);
-    b->gy[b->n_gp - 1] = ok ? target_of(b, b->obs[i].t) : b->ypen;
+    if (b->gp.n >= b->gp.cap) return 0;
+    ht_gp_append(&b->gp, z, ok ? target_of(b, b->obs[i].t) : b->ypen);
     b->gobs[b->n_real++] = i;
-    solve_w(b);
+    ht_gp_solve(&b->gp);
   }
   b->n_seen++;
   return 1;
@@ -571,49 +392,21 @@ static int draw_unasked(bo *b, ht_config *out, int max) {
   return n;
 }
 
-/* Recomputes L for every model point with the current hyperparameters, and draws a fresh pool. */
+/* Refactors the GP over every model point with the current hyperparameters, and draws a fresh
+ * pool. */
 static int rebuild(bo *b, int need) {
   int D = b->D, cap = need + 32 + b->n_obs / 2;
-  free(b->L);
-  free(b->gz);
-  free(b->gy);
-  free(b->w);
-  free(b->kv);
-  free(b->V);
-  b->V = NULL;
-  b->m = b->m_cap = 0;
-  b->n_cap = cap;
-  b->L = malloc(sizeof(double) * (size_t)cap * cap);
-  b->gz = malloc(sizeof(double) * (size_t)cap * (D ? D : 1));
-  b->gy = malloc(sizeof(double) * (size_t)cap);
-  b->w = malloc(sizeof(double) * (size_t)cap);
-  b->kv = malloc(sizeof(double) * (size_t)cap);
-  if (!b->L || !b->gz || !b->gy || !b->w || !b->kv) return 0;
-  int nl = b->n_th - 2;
-  for (int k = 0; k < D; k++) b->il[k] = exp(-b->th[nl == 1 ? 0 : k]);
-  b->sf2 = exp(b->th[nl]);
-  b->sn2 = exp(b->th[nl + 1]);
+  ht_gp_set_theta(&b->gp, b->th, b->n_th - 2);
   if (!grow((void **)&b->oz, &b->cap_oz, (b->n_obs + 1) * (D ? D : 1), sizeof(double)) ||
       !grow((void **)&b->gobs, &b->cap_gobs, b->n_obs + 1, sizeof(int)))
     return 0;
   int n = 0, upto = b->n_seen; /* newer observations go through see() and its outlier test */
   for (int i = 0; i < upto; i++) {
     encode(b, &b->obs[i].c, b->oz + (size_t)i * D);
-    if (!is_point(b, i)) continue;
-    memcpy(b->gz + (size_t)n * D, b->oz + (size_t)i * D, sizeof(double) * (size_t)D);
-    b->gobs[n++] = i;
+    if (is_point(b, i)) b->gobs[n++] = i;
   }
-  for (int attempt = 0;; attempt++) {
-    for (int c = 0; c < n; c++) {
-      b->L[c + (size_t)c * cap] = b->sf2 + b->sn2;
-      for (int a = c + 1; a < n; a++)
-        b->L[a + (size_t)c * cap] = matern(b->sf2, dist2(b->gz + (size_t)a * D, b->gz + (size_t)c * D, D));
-    }
-    if (n == 0 || LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, b->L, cap) == 0) break;
-    if (attempt == 5) return 0;
-    b->sn2 += (b->sf2 + b->sn2) * pow(10.0, -8 + 2 * attempt); /* jitter, kept for later appends */
-  }
-  b->n_gp = b->n_real = n;
+  if (!ht_gp_factor(&b->gp, b->oz, b->gobs, n, cap)) return 0;
+  b->n_real = n;
   ht_config_set_free(&b->pooled);
   ht_config_set_free(&b->expanded);
   ht_config *c = malloc(sizeof(ht_config) * (size_t)b->n_cand);
@@ -690,30 +483,22 @@ static int sync_model(bo *b, int max) {
     fit_hyper(b, y, gi, ng);
     b->wall_since = 0;
   }
-  if (ok && (due || need > b->n_cap || b->m == 0))
+  if (ok && (due || need > b->gp.cap || b->gp.m == 0))
     ok = rebuild(b, need);
-  else if (ok && b->n_gp > b->n_real) { /* drop the fakes of the last ask */
-    b->n_gp = b->n_real;
-    for (int j = 0; j < b->m; j++) {
-      const double *v = b->V + (size_t)j * b->n_cap;
-      b->ss[j] = b->n_gp > 0 ? cblas_ddot(b->n_gp, v, 1, v, 1) : 0.0;
-    }
-  }
+  else if (ok) /* drop the fakes of the last ask */
+    ht_gp_truncate(&b->gp, b->n_real);
   if (ok && b->n_seen < b->n_obs) {                       /* the new observations, one by one (outlier test) */
-    memcpy(b->gy, y, sizeof(double) * (size_t)b->n_real); /* the model points seen before come first */
-    if (b->n_real > 0) solve_w(b);
+    ht_gp_set_targets(&b->gp, y, b->n_real); /* the model points seen before come first */
+    if (b->n_real > 0) ht_gp_solve(&b->gp);
     while (ok && b->n_seen < b->n_obs) ok = see(b);
     ng = targets(b, y, gi); /* outliers leave the targets */
   }
   if (ok) {
-    memcpy(b->gy, y, sizeof(double) * (size_t)ng);
+    ht_gp_set_targets(&b->gp, y, ng);
     double z[HT_MAX_PARAMS];
     for (int i = 0; i < b->n_pend; i++) { /* kriging believer */
-      solve_w(b);
       encode(b, &b->pend[i], z);
-      gp_append(b, z);
-      int n = b->n_gp - 1;
-      b->gy[n] = n > 0 ? cblas_ddot(n, b->L + n, b->n_cap, b->w, 1) : 0.0;
+      ht_gp_append_believed(&b->gp, z);
     }
     /* the best few observations, each expanded once per pool */
     int top[8], nt = 0, want = b->n_local < 8 ? b->n_local : 8;
@@ -744,11 +529,12 @@ static double log_ei(double imp, double s) {
 }
 
 static int pick(bo *b) {
-  predict_pool(b);
+  ht_gp_pool_predict(&b->gp);
   int best = -1;
   double bv = -INFINITY, p0 = b->n_seen > 0 ? (double)b->n_ok / b->n_seen : 1.0;
-  for (int j = 0; j < b->m; j++) {
-    double a = b->lcb ? -(b->mu[j] - b->kappa * b->sd[j]) : log_ei(b->ybest - b->mu[j] - b->xi, b->sd[j]);
+  const double *mu = b->gp.mu, *sd = b->gp.sd;
+  for (int j = 0; j < b->gp.m; j++) {
+    double a = b->lcb ? -(mu[j] - b->kappa * sd[j]) : log_ei(b->ybest - mu[j] - b->xi, sd[j]);
     if (b->fail_model && p0 < 1.0) a += log((b->sok[j] + p0) / (b->sw[j] + 1.0) + 1e-12);
     if (isnan(a)) a = -INFINITY;
     if (best < 0 || a > bv) {
@@ -792,12 +578,9 @@ static int bo_ask(void *state, ht_config *out, int max) {
     if (!have || !emit(b, &c, out, &got)) return got;
   }
   if (got == max) return got;
-  /* One BLAS thread: these matrices are too small to gain from more (threads mostly spin), and the
-   * results then do not depend on the machine's thread count. Restored before returning. */
-  int threads = openblas_get_num_threads();
-  if (threads != 1) openblas_set_num_threads(1);
+  int threads = ht_gp_blas_begin(); /* one BLAS thread for the GP's small matrices */
   got = model_ask(b, out, max, got);
-  if (threads != 1) openblas_set_num_threads(threads);
+  ht_gp_blas_end(threads);
   ht_config c; /* only if the model failed (out of memory): uniform draws keep the search going */
   while (got < max && ht_sample_unasked(b->space, &b->rng, &b->asked, &c, 1) == 1 && emit(b, &c, out, &got)) {
   }
@@ -808,26 +591,23 @@ static int model_ask(bo *b, ht_config *out, int max, int got) {
   if (!sync_model(b, max)) return got;
   double z[HT_MAX_PARAMS];
   while (got < max) {
-    if (b->m == 0) { /* pool used up: more uniform draws */
+    if (b->gp.m == 0) { /* pool used up: more uniform draws */
       ht_config *c = malloc(sizeof(ht_config) * (size_t)b->n_cand);
       int n = c ? draw_unasked(b, c, b->n_cand) : 0;
       for (int i = 0; i < n; i++) ht_config_set_add(&b->pooled, &c[i]);
       int ok = c && pool_add(b, c, n);
       free(c);
-      if (!ok || b->m == 0) break;
+      if (!ok || b->gp.m == 0) break;
     }
     int j = pick(b);
     if (j < 0) break;
     ht_config c = b->pc[j];
-    double y = b->mu[j];
-    memcpy(z, b->pz + (size_t)j * b->D, sizeof(double) * (size_t)b->D);
+    double y = b->gp.mu[j];
+    memcpy(z, b->gp.pz + (size_t)j * b->D, sizeof(double) * (size_t)b->D);
     pool_remove(b, j);
     if (ht_config_set_has(&b->asked, &c)) continue;
     if (!emit(b, &c, out, &got)) break;
-    if (b->n_gp < b->n_cap) {
-      gp_append(b, z);
-      b->gy[b->n_gp - 1] = y;
-    }
+    if (b->gp.n < b->gp.cap) ht_gp_append(&b->gp, z, y);
   }
   return got;
 }
@@ -861,8 +641,8 @@ static void bo_destroy(void *state) {
   ht_config_set_free(&b->asked);
   ht_config_set_free(&b->pooled);
   ht_config_set_free(&b->expanded);
-  void *blocks[] = {b->obs, b->pend, b->design, b->gz, b->L,   b->gy, b->w,   b->kv, b->pc,   b->pz,
-                    b->V,   b->ss,   b->mu,     b->sd, b->scr, b->sw, b->sok, b->oz, b->gobs, b->sorted, b};
+  ht_gp_free(&b->gp);
+  void *blocks[] = {b->obs, b->pend, b->design, b->pc, b->sw, b->sok, b->oz, b->gobs, b->sorted, b};
   for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) free(blocks[i]);
 }
 
@@ -878,6 +658,7 @@ static ht_status bo_init(void **state, ht_space *space, const ht_options *opt, u
     bo_destroy(b);
     return ht_error(HT_ERR_NOMEM, "out of memory");
   }
+  ht_gp_init(&b->gp, b->D);
   int def_init = b->D + 1 < 5 ? 5 : b->D + 1 > 10 ? 10 : b->D + 1;
   b->n_init = (int)ht_options_int(opt, "n_init", def_init);
   b->n_cand = (int)ht_options_int(opt, "candidates", 1500);

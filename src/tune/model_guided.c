@@ -1,4 +1,5 @@
-/* model_guided: the AutoTVM loop with an XGBoost cost model.
+/* model_guided: the AutoTVM loop with a boosted-tree cost model (the gbt model kind: trained by
+ * XGBoost, evaluated by its own tree walk, which gives XGBoost's predictions bit for bit).
  *
  * Algorithm
  *   1. Initial design: n_init configs. With spread=1 each is picked greedily as the farthest (in
@@ -23,7 +24,8 @@
  *   Targets: objective=reg fits log(time) with squared error; failed configs get a penalty above the
  *   worst observed (worst + max(0.5 * (worst - best), 0.1) in log space). objective=rank trains
  *   rank:pairwise (as AutoTVM does) on the same targets negated; only the order matters there.
- *   If XGBoost fails (any non-zero return code), a warning is logged once and that batch is random.
+ *   If fitting fails (XGBoost refuses a parameter, memory runs out), a warning is logged once and
+ *   that batch is random.
  *   Fewer than two distinct successful results also give a random batch (nothing to learn yet).
  *   Deterministic: XGBoost runs with nthread=1 and a seed derived from the strategy's seed.
  *
@@ -55,8 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xgboost/c_api.h>
-
+#include "model/surrogate.h"
 #include "tune/strategy_util.h"
 
 #define MAX_PAIR_PARAMS 16
@@ -179,25 +180,32 @@ static ht_status mg_init(void **state, ht_space *space, const ht_options *opt, u
   return HT_OK;
 }
 
-static void features(const mg_state *s, const ht_config *c, float *row) {
-  for (int p = 0; p < s->np; p++) row[p] = (float)s->fval[p * s->vmax + c->idx[p]];
+static void features(const mg_state *s, const ht_config *c, double *row) {
+  for (int p = 0; p < s->np; p++) row[p] = s->fval[p * s->vmax + c->idx[p]];
   for (int k = 0; k < s->n_pairs; k++) {
     int a = s->pair_a[k], b = s->pair_b[k];
-    row[s->np + k] = (float)(s->fval[a * s->vmax + c->idx[a]] * s->fval[b * s->vmax + c->idx[b]]);
+    row[s->np + k] = s->fval[a * s->vmax + c->idx[a]] * s->fval[b * s->vmax + c->idx[b]];
   }
 }
 
-static void warn_once(mg_state *s, const char *what) {
-  if (s->warned) return;
-  s->warned = 1;
-  ht_log(1, "model_guided: XGBoost %s failed (%s); sampling at random instead", what, XGBGetLastError());
+/* The training set: every told evaluation's features and log time, failures at the penalty;
+ * negated for the ranking objective (higher ranks better). */
+static ht_status training_set(mg_state *s, double penalty, ht_dataset **out) {
+  ht_status st = ht_dataset_create(s->n_obs, s->nfeat, out);
+  for (int i = 0; !st && i < s->n_obs; i++) {
+    features(s, &s->obs[i], (*out)->x + (size_t)i * s->nfeat);
+    double l = isfinite(s->time[i]) ? log(s->time[i] > 1e-30 ? s->time[i] : 1e-30) : penalty;
+    (*out)->y[i] = s->rank ? -l : l;
+  }
+  return st;
 }
 
-/* Fits s->models boosters on every told evaluation (one: all of them; more: bootstrap resamples)
- * and writes each one's score per candidate (higher = better) to score[k * n_cand + i].
- * 0 on success; 1 when there is nothing to learn; -1 when XGBoost failed (warned). */
+/* Fits s->models boosted-tree models (the gbt kind; one: on every told evaluation, more: on
+ * bootstrap resamples) and writes each one's score per candidate (higher = better) to
+ * score[k * n_cand + i]. 0 on success; 1 when there is nothing to learn; -1 when fitting failed
+ * (warned once). */
 static int fit_and_score(mg_state *s, const ht_config *cand, int n_cand, double *score) {
-  int n = s->n_obs, nf = s->nfeat > 0 ? s->nfeat : 1;
+  int n = s->n_obs;
   double best = INFINITY, worst = -INFINITY;
   for (int i = 0; i < n; i++)
     if (isfinite(s->time[i])) {
@@ -206,80 +214,34 @@ static int fit_and_score(mg_state *s, const ht_config *cand, int n_cand, double 
       if (l > worst) worst = l;
     }
   if (!(worst > best) || s->nfeat == 0) return 1; /* under two distinct successful results */
+  const ht_model_ops *gbt = ht_model_kind_find("gbt");
+  ht_dataset *d = NULL;
+  double *w = malloc(sizeof(double) * (size_t)n), row[HT_MAX_PARAMS + MAX_PAIR_PARAMS * MAX_PAIR_PARAMS];
   double penalty = worst + fmax(0.5 * (worst - best), 0.1);
-  float *x = malloc(sizeof(float) * (size_t)n * (size_t)nf), *y = malloc(sizeof(float) * (size_t)n);
-  float *w = malloc(sizeof(float) * (size_t)n);
-  float *xc = malloc(sizeof(float) * (size_t)n_cand * (size_t)nf);
-  DMatrixHandle dtrain = NULL, dcand = NULL;
-  BoosterHandle bst = NULL;
-  int rc = -1;
-  const char *what = "training";
-  if (!x || !y || !w || !xc) goto done;
-  double mean = 0;
-  for (int i = 0; i < n; i++) {
-    features(s, &s->obs[i], x + (size_t)i * nf);
-    double l = isfinite(s->time[i]) ? log(s->time[i] > 1e-30 ? s->time[i] : 1e-30) : penalty;
-    y[i] = (float)(s->rank ? -l : l);
-    mean += l;
-  }
-  mean /= n;
-  for (int i = 0; i < n_cand; i++) features(s, &cand[i], xc + (size_t)i * nf);
-  char seed[32], eta[32], base[32], depth[16], sub[32];
-  snprintf(depth, sizeof depth, "%d", s->depth);
-  snprintf(eta, sizeof eta, "%.17g", s->eta);
-  snprintf(base, sizeof base, "%.9g", mean);
-  snprintf(sub, sizeof sub, "%.17g", s->subsample);
-  unsigned group = (unsigned)n;
-  if (XGDMatrixCreateFromMat_omp(xc, (bst_ulong)n_cand, (bst_ulong)nf, NAN, &dcand, 1)) goto done;
-  for (int k = 0; k < s->models; k++) {
-    snprintf(seed, sizeof seed, "%d", (int)(ht_rng_next(&s->rng) & 0x7fffffff));
+  ht_status st = w ? training_set(s, penalty, &d) : ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_gbt_params p = {s->rounds, s->depth, s->eta, s->subsample, 1, 1, s->rank, s->models > 1 ? w : NULL};
+  for (int k = 0; !st && k < s->models; k++) {
+    uint64_t seed = ht_rng_next(&s->rng);
     if (s->models > 1) { /* bootstrap: multinomial counts as weights */
       for (int i = 0; i < n; i++) w[i] = 0;
       for (int i = 0; i < n; i++) w[ht_rng_below(&s->rng, (uint64_t)n)] += 1;
     }
-    what = "training";
-    int bad = XGDMatrixCreateFromMat_omp(x, (bst_ulong)n, (bst_ulong)nf, NAN, &dtrain, 1) ||
-              XGDMatrixSetFloatInfo(dtrain, "label", y, (bst_ulong)n) ||
-              (s->models > 1 && XGDMatrixSetFloatInfo(dtrain, "weight", w, (bst_ulong)n)) ||
-              (s->rank && XGDMatrixSetUIntInfo(dtrain, "group", &group, 1)) ||
-              XGBoosterCreate(&dtrain, 1, &bst) || XGBoosterSetParam(bst, "verbosity", "0") ||
-              XGBoosterSetParam(bst, "nthread", "1") || XGBoosterSetParam(bst, "seed", seed) ||
-              XGBoosterSetParam(bst, "booster", "gbtree") || XGBoosterSetParam(bst, "tree_method", "exact") ||
-              XGBoosterSetParam(bst, "objective", s->rank ? "rank:pairwise" : "reg:squarederror") ||
-              XGBoosterSetParam(bst, "max_depth", depth) || XGBoosterSetParam(bst, "eta", eta) ||
-              XGBoosterSetParam(bst, "min_child_weight", "1") || XGBoosterSetParam(bst, "subsample", sub) ||
-              (!s->rank && XGBoosterSetParam(bst, "base_score", base));
-    for (int it = 0; !bad && it < s->rounds; it++) bad = XGBoosterUpdateOneIter(bst, it, dtrain) != 0;
-    if (bad) goto done;
-    what = "prediction";
-    bst_ulong out_len = 0;
-    const float *pred = NULL;
-    if (XGBoosterPredict(bst, dcand, 0, 0, 0, &out_len, &pred) || out_len != (bst_ulong)n_cand || !pred) goto done;
-    for (int i = 0; i < n_cand; i++) score[(size_t)k * n_cand + i] = s->rank ? pred[i] : -(double)pred[i];
-    what = "free";
-    int f1 = XGBoosterFree(bst), f2 = XGDMatrixFree(dtrain);
-    bst = NULL;
-    dtrain = NULL;
-    if (f1 || f2) goto done;
-  }
-  rc = 0;
-done:
-  if (rc < 0) {
-    if (!x || !y || !w || !xc) {
-      if (!s->warned) ht_log(1, "model_guided: out of memory fitting the model; sampling at random instead");
-      s->warned = 1;
-    } else {
-      warn_once(s, what);
+    void *trees;
+    if ((st = ht_gbt_train(&trees, d, &p, seed, NULL))) break;
+    for (int i = 0; i < n_cand; i++) {
+      features(s, &cand[i], row);
+      double pred = gbt->predict(trees, row);
+      score[(size_t)k * n_cand + i] = s->rank ? pred : -pred;
     }
+    gbt->destroy(trees);
   }
-  if (dcand && XGDMatrixFree(dcand)) warn_once(s, "free");
-  if (bst && XGBoosterFree(bst)) warn_once(s, "free");
-  if (dtrain && XGDMatrixFree(dtrain)) warn_once(s, "free");
-  free(x);
-  free(y);
+  if (st && !s->warned) {
+    s->warned = 1;
+    ht_log(1, "model_guided: fitting the boosted trees failed (%s); sampling at random instead", ht_last_error());
+  }
+  ht_dataset_destroy(d);
   free(w);
-  free(xc);
-  return rc;
+  return st ? -1 : 0;
 }
 
 typedef struct told {
