@@ -135,8 +135,8 @@ static const gemm_param clblast_params[] = {
 
 static void clblast_space(gemm_space_def *d, const ht_gemm_problem *p) {
   static const char *const fixed[] = {
-      "TUNE == 1 || (MWG == 16 && NWG == 16 && KWG == 16 && MDIMC == 8 && NDIMC == 8 && MDIMA == 8 && NDIMB == 8 && "
-      "VWM == 1 && VWN == 1 && SA == 0 && SB == 0)",
+      ("TUNE == 1 || (MWG == 16 && NWG == 16 && KWG == 16 && MDIMC == 8 && NDIMC == 8 && MDIMA == 8 && NDIMB == 8 && "
+       "VWM == 1 && VWN == 1 && SA == 0 && SB == 0)"),
       "KWG % KWI == 0",
       "MWG % (MDIMC * VWM) == 0",
       "NWG % (NDIMC * VWN) == 0",
