@@ -247,6 +247,18 @@ static void reference_fails(const char *ref, double setup_timeout_s, const char 
   assert_non_null(strstr(msg, "reference scale_ref"));
   assert_non_null(strstr(msg, want1));
   assert_non_null(strstr(msg, want2));
+  /* Started as ht_tune starts it, the runner knows its device at once, and the first evaluation
+   * returns the same error (the worker made its reference meanwhile). */
+  assert_int_equal(ht_runner_start(spec, "c", &o, &r), HT_OK);
+  assert_string_equal(ht_runner_device(r)->id, "c:0");
+  static ht_result res;
+  ht_config first = {0};
+  assert_int_not_equal(ht_runner_evaluate(r, &first, &res), HT_OK);
+  msg = ht_last_error();
+  assert_non_null(strstr(msg, "reference scale_ref"));
+  assert_non_null(strstr(msg, want1));
+  assert_non_null(strstr(msg, want2));
+  ht_runner_destroy(r);
   ht_spec_destroy(spec);
 }
 
