@@ -184,7 +184,7 @@ static int csv_row(const ht_eval_record *rec, void *p) {
   return ferror(c->out) != 0;
 }
 
-static ht_status export_done(ht_store *st, FILE *out, ht_status s, const char *what) {
+ht_status hts_export_done(ht_store *st, FILE *out, ht_status s, const char *what) {
   if (s) return s;
   if (fflush(out) != 0 || ferror(out))
     return ht_error(HT_ERR_IO, "%s: %s export: write error (disk full?)", st->path, what);
@@ -203,7 +203,7 @@ ht_status ht_store_export_csv(ht_store *st, const ht_eval_filter *f, FILE *out) 
   }
   list_free(&c.params);
   list_free(&c.metrics);
-  return export_done(st, out, s, "CSV");
+  return hts_export_done(st, out, s, "CSV");
 }
 
 /* ---- T4 ---- */
@@ -275,5 +275,5 @@ ht_status ht_store_export_t4(ht_store *st, const ht_eval_filter *f, FILE *out) {
   ht_status s = ht_store_each_eval(st, f, t4_row, &c);
   if (!s && c.oom) s = ht_error(HT_ERR_NOMEM, "%s: T4 export: cannot build a record", st->path);
   fputs(c.n ? "\n]}\n" : "]}\n", out);
-  return export_done(st, out, s, "T4");
+  return hts_export_done(st, out, s, "T4");
 }

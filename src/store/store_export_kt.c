@@ -76,7 +76,7 @@ static const char *kt_error_name(ht_eval_status s) {
 
 /* One cache holds one kernel, device and problem: a second of any is an error naming both. */
 static int same_or_first(kt_ctx *c, char **have, const char *now, const char *what, const char *option) {
-  if (!*have) return (*have = strdup(now)) == NULL;
+  if (!*have) return (*have = ht_strdup(now)) == NULL;
   if (strcmp(*have, now) == 0) return 0;
   c->error = ht_error(HT_ERR_INVALID,
                       "Kernel Tuner cache export: the evaluations are of more than one %s ('%s' and '%s'); a cache "
@@ -148,7 +148,7 @@ static int kt_row(const ht_eval_record *rec, void *p) {
       same_or_first(c, &c->device_id, rec->device_id, "device", "device") ||
       same_or_first(c, &c->problem, rec->problem, "problem", "problem"))
     return 1;
-  if (!c->device_name) c->device_name = strdup(rec->device_name);
+  if (!c->device_name) c->device_name = ht_strdup(rec->device_name);
   json_t *cfg = json_loads(rec->config_json, 0, NULL);
   if (!json_is_object(cfg)) {
     json_decref(cfg);
@@ -201,9 +201,7 @@ ht_status ht_store_export_kt_cache(ht_store *st, const ht_eval_filter *f, FILE *
   if (!s && json_object_size(c.cache) == 0)
     s = ht_error(HT_ERR_NOTFOUND, "%s: no evaluations to export%s", st->path,
                  f && (f->kernel_name || f->device_id || f->problem) ? " (none match the filter)" : "");
-  if (!s) s = kt_write(&c, out);
-  if (!s && (fflush(out) != 0 || ferror(out)))
-    s = ht_error(HT_ERR_IO, "%s: Kernel Tuner cache export: write error (disk full?)", st->path);
+  if (!s) s = hts_export_done(st, out, kt_write(&c, out), "Kernel Tuner cache");
   json_decref(c.cache);
   json_decref(c.keys);
   json_decref(c.params);

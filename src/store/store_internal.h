@@ -87,5 +87,7 @@ const char *hts_col_text(sqlite3_stmt *s, int col); /* NULL -> "" */
 void hts_row_result(sqlite3_stmt *s, int col, ht_result *r);
 /* "2024-05-01T12:34:56.789Z" (UTC). */
 void hts_iso8601(double t, char out[40]);
+/* s, or a write error on out ("WHAT export: write error") once it is flushed. */
+ht_status hts_export_done(ht_store *st, FILE *out, ht_status s, const char *what);
 
 #endif
