@@ -138,6 +138,8 @@ static int do_explain(dispatch_cli *d) {
   if (!rc) print_decision(d, &x);
   for (int i = 0; !rc && i < n; i++) {
     printf("  %c%d %s\n      expected ", i == x.variant ? '*' : ' ', i, ht_computation_variant_label(d->c, i));
+    if (!isfinite(e[i].total_s)) printf("nothing yet: no time measured or modelled; a call runs it to learn\n");
+    if (!isfinite(e[i].total_s)) continue;
     print_time(e[i].total_s);
     if (isfinite(e[i].band_lo)) {
       printf(" (band ");
@@ -306,7 +308,7 @@ static int do_export(dispatch_cli *d) {
   const char *path = cli_opt(&d->a, "output");
   if (!path) return cli_usage_error("dispatch export-cache", "expected --output F.h");
   char sym[128];
-  snprintf(sym, sizeof sym, "%s", cli_opt(&d->a, "symbol") ? cli_opt(&d->a, "symbol") : ht_computation_spec(d->c)->name);
+  snprintf(sym, sizeof sym, "%s", cli_opt(&d->a, "symbol") ? cli_opt(&d->a, "symbol") : ht_computation_name(d->c));
   sweep sw = {0};
   int rc = cli_opt(&d->a, "sizes") ? read_sweep(d, "dispatch export-cache", &sw) : CLI_OK;
   const int ns = ht_computation_spec(d->c)->n_sizes;

@@ -230,6 +230,8 @@ void ht_computation_destroy(ht_computation *c) {
   free(c);
 }
 
+const char *ht_computation_name(const ht_computation *c) { return c ? c->name : NULL; }
+
 int ht_computation_variant_count(const ht_computation *c) { return c ? c->n_variants : 0; }
 
 const char *ht_computation_variant_label(const ht_computation *c, int variant) {
