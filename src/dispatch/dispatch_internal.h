@@ -20,6 +20,7 @@ typedef struct htd_point {
   int n, next;     /* samples held (<= window), next slot to write */
   double samples[HTD_WINDOW_MAX];
   double median;
+  int stale;       /* samples added since the median was computed */
   int from_store;  /* 1: kernel times of tuning runs (+ modelled transfers), 0: calls measured here */
 } htd_point;
 
@@ -150,6 +151,8 @@ void htd_history_free(htd_history *h);
 htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const int64_t *rep, double seconds, int window,
                            int from_store);
 htd_point *htd_history_find(const htd_history *h, uint64_t bucket);
+/* One more measured time at an existing point. */
+void htd_point_add(htd_point *p, double seconds, int window);
 /* The time at work, interpolated in log-log between the nearest points (extrapolated along the
  * nearest two; one point scales by work). *exact: 1 when a point of this bucket answered. NAN
  * when there is no point. lo/hi: the band from the neighbours' sample spread. */

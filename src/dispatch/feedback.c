@@ -127,7 +127,9 @@ void htd_feedback(ht_computation *c, int vi, const int64_t *sizes, const ht_deci
   htd_point *before = htd_history_find(&v->hist, key);
   int was_measured = before && !before->from_store;
   double expected = was_measured ? before->median : d && d->variant == vi ? d->pred_total_s : NAN;
-  htd_point *p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
+  htd_point *p = before;
+  if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */
+  else p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
   if (!p) return;
   if (isfinite(expected) && expected > 0) {
     push_ratio(v, total / expected);
