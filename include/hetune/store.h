@@ -8,6 +8,7 @@
 
 #include "hetune/core.h"
 #include "hetune/device.h"
+#include "hetune/measure.h"
 #include "hetune/result.h"
 
 #ifdef __cplusplus
@@ -115,6 +116,13 @@ ht_status ht_store_put_model(ht_store *st, const ht_model_record *rec, int64_t *
  * older than the models table has none. fn returns nonzero to stop. */
 typedef int (*ht_model_visit_fn)(const ht_model_record *rec, void *ctx);
 ht_status ht_store_each_model(ht_store *st, const char *name, const char *kernel_name, ht_model_visit_fn fn, void *ctx);
+
+/* Host<->device transfer tables (ht_transfer_table, hetune/measure.h), keyed by the device's
+ * fingerprint. put replaces the device's previous table (and stores the device) in one
+ * transaction; a table with no points (a host device) leaves no rows. get: *found = 0 when the
+ * device has no points, as in a database older than the transfers table. */
+ht_status ht_store_put_transfers(ht_store *st, const ht_device_info *info, const ht_transfer_table *t);
+ht_status ht_store_get_transfers(ht_store *st, const ht_device_info *info, ht_transfer_table *out, int *found);
 
 /* Exports. CSV: one row per evaluation, a header row, parameters as columns when one kernel is
  * selected. T4: the results JSON schema shared by Kernel Tuner, KTT and BAT
