@@ -161,8 +161,8 @@ static int enough(const ht_transfer_options *o, const double *t, int n, double t
 }
 
 /* The median time of copies of `bytes` in dir, after one untimed copy (page faults, lazy
- * allocation on the device). */
-static ht_status time_copy(xfer *x, ht_transfer_dir dir, size_t bytes, double *median) {
+ * allocation on the device), and the samples' relative standard deviation. */
+static ht_status time_copy(xfer *x, ht_transfer_dir dir, size_t bytes, double *median, double *rsd) {
   double t[HT_MAX_SAMPLES], timed = 0, warm;
   int n = 0;
   ht_status st = copy_once(x, dir, bytes, &warm);
@@ -170,8 +170,11 @@ static ht_status time_copy(xfer *x, ht_transfer_dir dir, size_t bytes, double *m
     st = copy_once(x, dir, bytes, &t[n]);
     timed += t[n++];
   }
-  if (!st) *median = ht_stat_median(t, n);
-  return st;
+  if (st) return st;
+  double mean = ht_stat_mean(t, n);
+  *median = ht_stat_median(t, n);
+  *rsd = mean > 0 ? ht_stat_stddev(t, n) / mean : 0;
+  return HT_OK;
 }
 
 /* ---- adaptive stepping over one direction ---- */
@@ -180,26 +183,33 @@ typedef struct sweep {
   xfer *x;
   ht_transfer_dir dir;
   ht_transfer_table *out;
+  double rsd[HT_TRANSFER_MAX_POINTS]; /* of each table point's samples */
   double seg_x[HT_TRANSFER_MAX_POINTS], seg_y[HT_TRANSFER_MAX_POINTS]; /* the current segment: bytes, bandwidth */
   int seg_n;
 } sweep;
 
-/* The time of `bytes`: the table's when measured already (a segment that starts again passes
- * sizes it has seen), else measured and inserted in order. */
-static ht_status point(sweep *w, double bytes, double *seconds) {
+/* Opens a gap at i of the first n elements of a. */
+static void open_gap(double *a, int i, int n) { memmove(a + i + 1, a + i, (size_t)(n - i) * sizeof *a); }
+
+/* The time of `bytes` and its samples' rsd: the table's when measured already (a segment that
+ * starts again passes sizes it has seen), else measured and inserted in order. */
+static ht_status point(sweep *w, double bytes, double *seconds, double *rsd) {
   int d = w->dir, n = w->out->n[d], i = 0;
   double *x = w->out->bytes[d], *y = w->out->seconds[d];
   while (i < n && x[i] < bytes) i++;
   if (i < n && x[i] == bytes) {
     *seconds = y[i];
+    *rsd = w->rsd[i];
     return HT_OK;
   }
-  ht_status st = time_copy(w->x, w->dir, (size_t)bytes, seconds);
+  ht_status st = time_copy(w->x, w->dir, (size_t)bytes, seconds, rsd);
   if (st) return st;
-  memmove(x + i + 1, x + i, (size_t)(n - i) * sizeof *x);
-  memmove(y + i + 1, y + i, (size_t)(n - i) * sizeof *y);
+  open_gap(x, i, n);
+  open_gap(y, i, n);
+  open_gap(w->rsd, i, n);
   x[i] = bytes;
   y[i] = *seconds;
+  w->rsd[i] = *rsd;
   w->out->n[d]++;
   const ht_transfer_options *o = w->x->o;
   if (o->progress) o->progress(w->dir, bytes, *seconds, w->out->n[d], o->progress_ctx);
@@ -220,18 +230,22 @@ static double segment_line_at(const sweep *w, double bytes) {
 
 /* The F1 stepping: a point within tolerance of its segment's line joins it and doubles the
  * stride; one outside divides the stride by 4 and starts a new segment at the last accepted point,
- * whose next point always joins (two points make a line), so the sweep always moves on. */
+ * whose next point always joins (two points make a line), so the sweep always moves on. Two
+ * choices of hetune's keep noise from eating the points: a deviation within the point's own
+ * spread (the rsd of its samples) is not a new segment, and the stride stays at least 1/8 of the
+ * size, so even a sweep that rejects every other point crosses 1 B to 256 MiB in about 200. */
 static ht_status step_through(sweep *w, double max_bytes) {
   const ht_transfer_options *o = w->x->o;
-  double s = o->min_bytes, stride = 64, t;
+  double s = o->min_bytes, stride = 64, t, rsd;
   while (s <= max_bytes && w->out->n[w->dir] < o->max_points) {
-    ht_status st = point(w, s, &t);
+    ht_status st = point(w, s, &t, &rsd);
     if (st) return st;
     double bw = s / (t > 1e-12 ? t : 1e-12); /* a copy timed at 0 (a coarse clock) is not infinitely fast */
     if (w->seg_n >= 2) {
-      double line = segment_line_at(w, s);
-      if (!(line > 0) || fabs(bw - line) > o->tolerance * line) {
-        stride = stride / 4 < 1 ? 1 : floor(stride / 4);
+      double line = segment_line_at(w, s), tol = rsd > o->tolerance ? rsd : o->tolerance;
+      if (!(line > 0) || fabs(bw - line) > tol * line) {
+        double last = w->seg_x[w->seg_n - 1];
+        stride = fmax(1, fmax(floor(stride / 4), floor(last / 8)));
         w->seg_x[0] = w->seg_x[w->seg_n - 1];
         w->seg_y[0] = w->seg_y[w->seg_n - 1];
         w->seg_n = 1;
@@ -253,14 +267,14 @@ static ht_status measure_direction(xfer *x, ht_transfer_dir dir, double max_byte
   sweep *w = calloc(1, sizeof *w);
   if (!w) return ht_error(HT_ERR_NOMEM, "out of memory");
   *w = (sweep){.x = x, .dir = dir, .out = out};
-  double t0 = 0, t1 = 0;
-  ht_status st = point(w, x->o->min_bytes, &t0);
-  if (!st && t0 <= 0) st = point(w, max_bytes, &t1);
+  double t0 = 0, t1 = 0, rsd;
+  ht_status st = point(w, x->o->min_bytes, &t0, &rsd);
+  if (!st && t0 <= 0) st = point(w, max_bytes, &t1, &rsd);
   if (!st && t0 <= 0 && t1 <= 0) {
     out->n[dir] = 0;
   } else if (!st) {
     st = step_through(w, max_bytes);
-    if (!st && out->n[dir] < x->o->max_points) st = point(w, max_bytes, &t1);
+    if (!st && out->n[dir] < x->o->max_points) st = point(w, max_bytes, &t1, &rsd);
   }
   free(w);
   return st;
