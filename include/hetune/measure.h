@@ -136,7 +136,8 @@ typedef struct ht_transfer_options {
   void *progress_ctx;
 } ht_transfer_options;
 void ht_transfer_options_default(ht_transfer_options *o);
-/* Measures both directions on an open device. Sizes start at min_bytes with a stride of 64 bytes;
+/* Measures both directions on an open device. Sizes start at min_bytes with a stride of 64 bytes
+ * (or min_bytes / 8 if larger);
  * each point's bandwidth (bytes / time) is compared with the least-squares line through the points
  * of the current segment: within `tolerance`, the point joins the segment and the stride doubles;
  * otherwise the stride is divided by 4 and a new segment starts from the last accepted point (the

@@ -1,6 +1,7 @@
 /* hetune bandwidth: a device's read bandwidth by working set, the curve behind the models' roofline
  * floor (hetune model train --bandwidth); with --transfers, its host<->device copy times by size,
  * which dispatch adds to a device's predicted kernel time. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -11,7 +12,7 @@
 
 static const char *bandwidth_help =
   "usage: hetune bandwidth [--device D] [--min BYTES] [--max BYTES] [--sweeps N] [--output FILE.csv]\n"
-  "       hetune bandwidth --transfers [--device D] [--min BYTES] [--max BYTES] [--output FILE.csv] [--db FILE]\n"
+  "       hetune bandwidth --transfers [--device D] [--min B] [--max B] [--output FILE.csv] [--db FILE]\n"
   "\n"
   "Measures how fast the device reads a working set of each size, doubling from --min to --max: a\n"
   "generated probe (a vectorised sum over a uint32 array, in every config of a small space: thread\n"
@@ -31,13 +32,13 @@ static const char *bandwidth_help =
   "\n"
   "With --transfers it measures how long copies between host memory and the device take, host to\n"
   "device (h2d) and back (d2h), from --min (default 1) to --max bytes (default 268435456 = 256 MiB,\n"
-  "at most the device's largest buffer). Sizes start 64 bytes apart; the step doubles while the\n"
-  "bandwidth stays within 10% of the line through the points so far and is divided by 4 where it\n"
-  "does not, so points gather where the time changes its slope (latency giving way to bandwidth, a\n"
-  "driver switching protocol). Each point is the median of timed copies (OpenCL and CUDA events).\n"
-  "It prints the times at a few sizes, stores the table with the device in the database (dispatch\n"
-  "reads it from there) and writes it as CSV (direction,bytes,seconds) with --output. A device that\n"
-  "works in host memory (c) has nothing to copy: its table is empty.\n"
+  "at most the device's largest buffer). Sizes start 64 bytes apart (--min/8 if more); the step\n"
+  "doubles while the bandwidth stays within 10% of the line through the segment's points and is\n"
+  "divided by 4 where it does not, so points gather where the time changes its slope (latency\n"
+  "giving way to bandwidth, a driver switching protocol). Each point is the median of timed copies\n"
+  "(OpenCL and CUDA events). It prints the times at a few sizes, stores the table with the device\n"
+  "in the database (dispatch reads it from there) and writes it as CSV (direction,bytes,seconds)\n"
+  "with --output. A device that works in host memory (c) has nothing to copy: its table is empty.\n"
   "\n"
   "  --db FILE      database for the table (default $HETUNE_DB or hetune.db)\n";
 
@@ -90,7 +91,7 @@ static void transfer_progress(ht_transfer_dir dir, double bytes, double seconds,
 
 static double gb_per_s(double bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 
-/* The table read at powers of 16 bytes and its largest point. */
+/* The table read at its first point, then at powers of 16 bytes, and at its largest point. */
 static void print_transfers(const ht_device *dev, const ht_transfer_table *t, double seconds) {
   if (!t->n[HT_H2D] && !t->n[HT_D2H]) {
     printf("%s (%s) works in host memory: nothing to copy, the transfer table is empty\n", dev->info.id, dev->info.name);
@@ -99,9 +100,10 @@ static void print_transfers(const ht_device *dev, const ht_transfer_table *t, do
   printf("transfer times of %s (%s): %d h2d and %d d2h points, measured in %.1f s\n", dev->info.id, dev->info.name,
          t->n[HT_H2D], t->n[HT_D2H], seconds);
   printf("%14s  %12s  %12s  %9s  %9s\n", "bytes", "h2d us", "d2h us", "h2d GB/s", "d2h GB/s");
-  double last = t->bytes[HT_H2D][t->n[HT_H2D] - 1];
-  if (t->n[HT_D2H] && t->bytes[HT_D2H][t->n[HT_D2H] - 1] > last) last = t->bytes[HT_D2H][t->n[HT_D2H] - 1];
-  for (double b = 1;; b = b * 16 < last ? b * 16 : last) {
+  double first = HUGE_VAL, last = 0;
+  for (int d = 0; d < 2; d++)
+    if (t->n[d]) first = fmin(first, t->bytes[d][0]), last = fmax(last, t->bytes[d][t->n[d] - 1]);
+  for (double b = first;; b = fmin(exp2(4 * floor(log2(b) / 4 + 1)), last)) {
     double h = ht_transfer_time(t, HT_H2D, b), d = ht_transfer_time(t, HT_D2H, b);
     printf("%14.0f  %12.2f  %12.2f  %9.3f  %9.3f\n", b, h * 1e6, d * 1e6, gb_per_s(b, h), gb_per_s(b, d));
     if (b >= last) break;

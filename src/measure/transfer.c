@@ -232,11 +232,12 @@ static double segment_line_at(const sweep *w, double bytes) {
  * stride; one outside divides the stride by 4 and starts a new segment at the last accepted point,
  * whose next point always joins (two points make a line), so the sweep always moves on. Two
  * choices of hetune's keep noise from eating the points: a deviation within the point's own
- * spread (the rsd of its samples) is not a new segment, and the stride stays at least 1/8 of the
- * size, so even a sweep that rejects every other point crosses 1 B to 256 MiB in about 200. */
+ * spread (the rsd of its samples) is not a new segment, and the stride is at least 1/8 of the
+ * size (also the first one, for a large min_bytes), so even a sweep that rejects every other
+ * point crosses 1 B to 256 MiB in about 200. */
 static ht_status step_through(sweep *w, double max_bytes) {
   const ht_transfer_options *o = w->x->o;
-  double s = o->min_bytes, stride = 64, t, rsd;
+  double s = o->min_bytes, stride = fmax(64, floor(s / 8)), t, rsd;
   while (s <= max_bytes && w->out->n[w->dir] < o->max_points) {
     ht_status st = point(w, s, &t, &rsd);
     if (st) return st;
