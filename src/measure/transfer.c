@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/csv.h"
 #include "hetune/measure.h"
 
 /* ---- the table ---- */
@@ -30,7 +31,8 @@ double ht_transfer_time(const ht_transfer_table *t, ht_transfer_dir dir, double 
 
 /* ---- CSV ---- */
 
-static ht_status parse_row(const char *path, int line, char *text, ht_transfer_table *t) {
+static ht_status parse_row(const char *path, int line, char *text, void *table) {
+  ht_transfer_table *t = table;
   char *comma = strchr(text, ',');
   if (comma) *comma = '\0';
   int dir = strcmp(text, "h2d") == 0 ? HT_H2D : strcmp(text, "d2h") == 0 ? HT_D2H : -1;
@@ -61,28 +63,7 @@ static ht_status parse_row(const char *path, int line, char *text, ht_transfer_t
 
 ht_status ht_transfer_load(const char *path, ht_transfer_table *out) {
   memset(out, 0, sizeof *out);
-  /* Two directions of a few hundred rows: a pipe, a device or a huge file is a wrong path. */
-  ht_status rs = ht_check_regular_file(path, (size_t)1 << 20);
-  if (rs) return ht_error_prefix(rs, "transfer table: ");
-  FILE *f = fopen(path, "r");
-  if (!f) return ht_error(HT_ERR_IO, "transfer table %s: %s", path, strerror(errno));
-  char text[512];
-  int line = 0, header = 0;
-  ht_status st = HT_OK;
-  while (!st && fgets(text, sizeof text, f)) {
-    line++;
-    text[strcspn(text, "\r\n")] = '\0';
-    if (text[0] == '#' || text[0] == '\0') continue;
-    if (!header) {
-      header = 1;
-      if (strcmp(text, "direction,bytes,seconds") != 0)
-        st = ht_error(HT_ERR_PARSE, "%s:%d: expected the header 'direction,bytes,seconds'", path, line);
-      continue;
-    }
-    st = parse_row(path, line, text, out);
-  }
-  fclose(f);
-  if (!st && !header) st = ht_error(HT_ERR_PARSE, "%s: no header 'direction,bytes,seconds'", path);
+  ht_status st = ht_lines_read(path, "transfer table", "direction,bytes,seconds", "direction,bytes,seconds", parse_row, out);
   if (st) memset(out, 0, sizeof *out);
   return st;
 }
