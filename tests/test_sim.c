@@ -16,6 +16,9 @@
 #include "hetune/store.h"
 
 #define TINY HT_SOURCE_DIR "/tests/data/sim/tiny.json"
+#define STEPPED HT_SOURCE_DIR "/tests/data/sim/transfer_step.json"
+/* sim:0 of tiny.json, as fingerprinted before the link step and the speed change existed */
+#define TINY_GPU_FINGERPRINT "ddf330342dfb1d84"
 
 static char dir[64];
 
@@ -79,6 +82,26 @@ static void test_file_errors(void **state) {
   expect_file_error(OK_FIELDS ",\n      \"d2h\": {\"latency_s\": 1e-5}", "bad.json:5:14: ",
                     "devices[0].d2h: \"bytes_per_s\" is required");
   expect_file_error(OK_FIELDS ",\n      \"frobnicate\": 1", "unknown key \"frobnicate\" in devices[0] (known keys: name,");
+  /* the link's step and the speed change */
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 1024}", "bad.json:5:35: ",
+                    "devices[0].h2d.step_bytes: \"step_bytes\" and \"above\" go together");
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"above\": {\"bytes_per_s\": 2e9}}",
+                    "devices[0].h2d.above: \"step_bytes\" and \"above\" go together");
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 1.5, \"above\": {\"bytes_per_s\": 2e9}}",
+                    "devices[0].h2d.step_bytes: expected a whole number > 0, got 1.5");
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 9, \"above\": {\"latency_s\": 1}}",
+                    "bad.json:5:61: ", "devices[0].h2d.above: \"bytes_per_s\" is required");
+  expect_file_error(OK_FIELDS ",\n      \"d2h\": {\"bytes_per_s\": 1e9, \"step_bytes\": 9, \"above\": {\"bytes_per_s\": 1, \"step_bytes\": 2}}",
+                    "unknown key \"step_bytes\" in devices[0].d2h.above");
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 9, \"above\": 5}",
+                    "devices[0].h2d.above: expected {\"latency_s\": seconds");
+  expect_file_error(OK_FIELDS ",\n      \"speed_change\": {\"after_launches\": 3}", "bad.json:5:23: ",
+                    "devices[0].speed_change: \"factor\" is required");
+  expect_file_error(OK_FIELDS ",\n      \"speed_change\": {\"after_launches\": 3, \"factor\": 0}",
+                    "devices[0].speed_change.factor: expected a number > 0, got 0");
+  expect_file_error(OK_FIELDS ",\n      \"speed_change\": {\"after_launch\": 3, \"factor\": 2}",
+                    "unknown key \"after_launch\" in devices[0].speed_change: did you mean \"after_launches\"?");
+  expect_file_error(OK_FIELDS ",\n      \"speed_change\": [3, 2]", "devices[0].speed_change: expected {\"after_launches\"");
   /* not JSON, not the top level expected, no file */
   write_text("syntax.json", "{\"devices\": [\n  {\"name\": \"d\",,}\n]}\n");
   setenv("HETUNE_SIM", in_dir("syntax.json"), 1);
@@ -287,6 +310,104 @@ static void test_transfer_times_follow_the_file(void **state) {
   ht_device_close(dev);
 }
 
+/* A link with a step: copies of more than step_bytes use the "above" figures; the step and the
+ * speed change are part of the fingerprint, and a file without them keeps its old one. */
+static void test_transfer_step(void **state) {
+  (void)state;
+  ht_device *dev = open_sim(STEPPED, "sim:0");
+  ht_buffer *b = NULL;
+  static char host[2 << 20];
+  assert_int_equal(dev->ops->buffer_new(dev, sizeof host, &b), HT_OK);
+  double t = -1;
+  assert_int_equal(dev->ops->buffer_write(dev, b, host, 1 << 20, &t), HT_OK);
+  assert_true(t == 25e-6 + 1048576 / 6.3e9);
+  assert_int_equal(dev->ops->buffer_write(dev, b, host, (1 << 20) + 1, &t), HT_OK);
+  assert_true(t == 50e-6 + 1048577 / 8e9);
+  assert_int_equal(dev->ops->buffer_read(dev, b, host, sizeof host, &t), HT_OK); /* no step on d2h */
+  assert_true(t == 30e-6 + sizeof host / 5.5e9);
+  dev->ops->buffer_free(dev, b);
+  char fp[17];
+  memcpy(fp, dev->info.fingerprint, sizeof fp);
+  ht_device_close(dev);
+  write_text("nostep.json", "{\"devices\": [{\"name\": \"d\", \"seconds_per_unit\": 1, \"memory_bytes\": 1e6,"
+                            " \"h2d\": {\"bytes_per_s\": 1e9}}]}");
+  write_text("step.json", "{\"devices\": [{\"name\": \"d\", \"seconds_per_unit\": 1, \"memory_bytes\": 1e6,"
+                          " \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 8, \"above\": {\"bytes_per_s\": 1e9}}}]}");
+  write_text("speed.json", "{\"devices\": [{\"name\": \"d\", \"seconds_per_unit\": 1, \"memory_bytes\": 1e6,"
+                           " \"h2d\": {\"bytes_per_s\": 1e9}, \"speed_change\": {\"after_launches\": 0, \"factor\": 1}}]}");
+  const char *files[] = {"nostep.json", "step.json", "speed.json"};
+  char fps[3][17];
+  for (int i = 0; i < 3; i++) {
+    dev = open_sim(in_dir(files[i]), "sim:0");
+    memcpy(fps[i], dev->info.fingerprint, 17);
+    ht_device_close(dev);
+  }
+  assert_string_not_equal(fps[0], fps[1]);
+  assert_string_not_equal(fps[0], fps[2]);
+  assert_string_not_equal(fps[1], fps[2]);
+  assert_string_not_equal(fp, fps[0]);
+  /* the fingerprint of a file without the later keys, as hetune computed it before they existed */
+  dev = open_sim(TINY, "sim:0");
+  assert_string_equal(dev->info.fingerprint, TINY_GPU_FINGERPRINT);
+  ht_device_close(dev);
+}
+
+/* Kernel times of n launches of the stepped device, with ht_sim_set_speed(factor) before launch
+ * set_at (-1: never). */
+static void speed_series(double *t, int n, int set_at, double factor) {
+  ht_device *dev = open_sim(STEPPED, "sim:0");
+  vadd_run v;
+  vadd_setup(dev, &v);
+  v.l.work_flops = 1e9; /* 1 ms at 1e12 flop/s, plus 10 us of latency */
+  for (int i = 0; i < n; i++) {
+    if (i == set_at) assert_int_equal(ht_sim_set_speed(dev, factor), HT_OK);
+    assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t[i]), HT_OK);
+  }
+  vadd_free(dev, &v);
+  ht_device_close(dev);
+}
+
+/* "speed_change": {"after_launches": 3, "factor": 2}: launches 4 on take twice as long; and
+ * ht_sim_set_speed multiplies from the call on; both the same on every run. */
+static void test_speed_change(void **state) {
+  (void)state;
+  double a[8], b[8], c[8], base = 1e-5 + 1e9 / 1e12;
+  speed_series(a, 8, -1, 1);
+  speed_series(b, 8, -1, 1);
+  for (int i = 0; i < 8; i++) {
+    assert_true(a[i] == b[i]);
+    assert_true(a[i] == (i < 3 ? base : 2 * base));
+  }
+  speed_series(c, 8, 1, 0.5); /* half the time from launch 2 on, then the file's change on top */
+  for (int i = 0; i < 8; i++) assert_true(c[i] == (i < 1 ? base : i < 3 ? 0.5 * base : base));
+  speed_series(b, 8, 1, 0.5);
+  for (int i = 0; i < 8; i++) assert_true(b[i] == c[i]);
+  /* a later call replaces the factor; bad factors and other devices are refused */
+  ht_device *dev = open_sim(STEPPED, "sim:0");
+  vadd_run v;
+  vadd_setup(dev, &v);
+  v.l.work_flops = 1e9;
+  double t = 0;
+  assert_int_equal(ht_sim_set_speed(dev, 3), HT_OK);
+  assert_int_equal(ht_sim_set_speed(dev, 4), HT_OK);
+  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK);
+  assert_true(t == 4 * base);
+  assert_int_equal(ht_sim_set_speed(dev, 0), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "speed factor 0: expected a finite number > 0"));
+  assert_int_equal(ht_sim_set_speed(dev, NAN), HT_ERR_INVALID);
+  ht_sim_usage u;
+  assert_int_equal(ht_sim_usage_get(dev, &u), HT_OK);
+  assert_true(u.kernel_s == t);
+  vadd_free(dev, &v);
+  ht_device_close(dev);
+  ht_device *host = NULL;
+  assert_int_equal(ht_device_open("c", &host), HT_OK);
+  assert_int_equal(ht_sim_set_speed(host, 2), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "c:0 is not a simulated device"));
+  ht_device_close(host);
+  assert_int_equal(ht_sim_set_speed(NULL, 2), HT_ERR_INVALID);
+}
+
 static void test_memory_limit(void **state) {
   (void)state;
   ht_device *dev = open_sim(TINY, "sim:1"); /* 1e8 bytes */
@@ -456,6 +577,8 @@ int main(void) {
       cmocka_unit_test(test_kernel_times_follow_the_file),
       cmocka_unit_test(test_noise_is_seeded),
       cmocka_unit_test(test_transfer_times_follow_the_file),
+      cmocka_unit_test(test_transfer_step),
+      cmocka_unit_test(test_speed_change),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_real_sleeps),
       cmocka_unit_test(test_shipped_file),

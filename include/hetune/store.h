@@ -8,6 +8,7 @@
 
 #include "hetune/core.h"
 #include "hetune/device.h"
+#include "hetune/measure.h"
 #include "hetune/result.h"
 
 #ifdef __cplusplus
@@ -132,6 +133,14 @@ ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs
 typedef int (*ht_dispatch_visit_fn)(const ht_dispatch_record *rec, void *ctx);
 ht_status ht_store_each_dispatch_log(ht_store *st, const char *computation, int64_t newest, ht_dispatch_visit_fn fn,
                                      void *ctx);
+
+/* Host<->device transfer tables (ht_transfer_table, hetune/measure.h), keyed by the device's
+ * fingerprint. put replaces the device's previous table (and stores the device) in one
+ * transaction; a table with no points (a host device) leaves no rows. get: *found = 0 when the
+ * device has no points, as in a database older than the transfers table. */
+ht_status ht_store_put_transfers(ht_store *st, const ht_device_info *info, const ht_transfer_table *t);
+ht_status ht_store_get_transfers(ht_store *st, const ht_device_info *info, ht_transfer_table *out, int *found);
+
 /* Exports. CSV: one row per evaluation, a header row, parameters as columns when one kernel is
  * selected. T4: the results JSON schema shared by Kernel Tuner, KTT and BAT
  * (schema_version, results[] with timestamp, configuration, times, compile_time, invalidity, ...). */
