@@ -308,6 +308,59 @@ static void test_log_across_programs(void **state) {
   free(db);
 }
 
+/* A tuning run's time (the kernel alone) stored for (spec, device, N, config). */
+static void store_eval(ht_store *st, const ht_spec *s, const char *device, int64_t n, const char *config, double t) {
+  ht_exec *ex;
+  if (ht_exec_open(device, &ex)) fail_msg("%s", ht_last_error());
+  int64_t dev_id, kernel_id, problem_id;
+  char problem[64];
+  snprintf(problem, sizeof problem, "N=%lld", (long long)n);
+  ht_result r;
+  ht_result_init(&r);
+  r.status = HT_EVAL_OK;
+  r.time_s = t;
+  ht_eval_key k = {0, 0, 0, config, "{}"};
+  if (ht_store_put_device(st, &ht_exec_device(ex)->info, &dev_id) ||
+      ht_store_put_kernel(st, s->name, "c", s->source_hash, s->path, "{}", &kernel_id) ||
+      ht_store_put_problem(st, kernel_id, problem, &problem_id))
+    fail_msg("%s", ht_last_error());
+  k.kernel_id = kernel_id, k.device_id = dev_id, k.problem_id = problem_id;
+  if (ht_store_put_eval(st, 0, &k, &r, NULL)) fail_msg("%s", ht_last_error());
+  ht_exec_close(ex);
+}
+
+/* Tuning results count as measurements of the kernel; a device behind a link gets its copies
+ * added, from its transfer table, measured once and stored. */
+static void test_tuned_times_get_copies(void **state) {
+  (void)state;
+  char *db = ht_strfmt("%s/test_dispatch_tuned.db", HT_BINARY_DIR);
+  unlink(db);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_spec *s = load(SPEC);
+  store_eval(st, s, "sim:1", 100000, "THREADS_ALL=0", 1e-3);
+  store_eval(st, s, "sim:0", 100000, "THREADS_ALL=0", 2e-3);
+  ht_computation *c = offload(s, st, "explore=0");
+  int64_t n = 100000;
+  ht_variant_estimate e[2];
+  assert_int_equal(ht_computation_estimate(c, &n, e), HT_OK);
+  assert_int_equal(e[0].source, HT_SRC_MEASURED);
+  assert_true(fabs(e[0].total_s - 2e-3) < 1e-12); /* the host CPU copies nothing */
+  double copies = 5 * 1e-5 + 5 * 4.0 * (double)n / 2.5e10;
+  if (fabs(e[1].total_s - (1e-3 + copies)) > 0.05 * copies) fail_msg("gpu %g, expected %g", e[1].total_s, 1e-3 + copies);
+  ht_computation_destroy(c);
+  ht_exec *ex;
+  ht_transfer_table t;
+  int found = 0;
+  assert_int_equal(ht_exec_open("sim:1", &ex), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, &ht_exec_device(ex)->info, &t, &found), HT_OK);
+  assert_true(found); /* measured once, kept for the next program */
+  ht_exec_close(ex);
+  ht_spec_destroy(s);
+  ht_store_close(st);
+  free(db);
+}
+
 /* The exported header compiles on its own and finds the same decisions as the computation. */
 static void test_static_cache_header(void **state) {
   (void)state;
@@ -375,7 +428,7 @@ int main(void) {
       cmocka_unit_test(test_rule_selector),      cmocka_unit_test(test_signature_mismatch),
       cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_log_across_programs), cmocka_unit_test(test_static_cache_header),
-      cmocka_unit_test(test_static_cache_used_first),
+      cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,6 +61,7 @@ typedef struct htd_variant {
   int n_ratio, next_ratio;
   int explored;          /* times run as an exploration */
   double correction;     /* bias factor applied to predictions that are not measurements (1: none) */
+  ht_transfer_table *transfers; /* copies to and from its device by size (NULL: none to add) */
   ht_model *model;       /* a stored model of this kernel on this device (NULL: none) */
   void *model_fs;        /* its feature set (ht_feature_set *) */
 } htd_variant;
