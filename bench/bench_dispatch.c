@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/sim.h"
+#include "dispatch/dispatch_internal.h"
 #include "hetune/hetune.h"
 
 #define SPEC HT_SOURCE_DIR "/examples/vadd/vadd_c.json"
@@ -111,6 +113,36 @@ static int call_loop(ht_computation *c, const ht_spec *s, int64_t n, int calls) 
   return 0;
 }
 
+/* Drift: two simulated devices (tests/data/sim/dispatch.json) near their crossover; the winner is
+ * slowed down 2x after 20 calls; how many calls until the choice moves to the other device. */
+static int drift(void) {
+  setenv("HETUNE_SIM", HT_SOURCE_DIR "/tests/data/sim/dispatch.json", 1);
+  ht_spec *s;
+  ht_computation *c;
+  if (ht_spec_load(HT_SOURCE_DIR "/examples/dispatch/options_c.json", &s) ||
+      ht_computation_create("drift", NULL, &c) || ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL) ||
+      ht_computation_add_variant(c, s, "sim:1", "THREADS_ALL=0", NULL) || ht_computation_set_options(c, "explore=0") ||
+      ht_computation_finish(c) || calibrate(c, 5000, 2))
+    return fail();
+  int64_t n = 5000;
+  ht_host_arg *args;
+  if (ht_computation_make_args(c, &n, 1, &args)) return fail();
+  int first = -1, flipped_after = -1;
+  for (int call = 1; call <= 60 && flipped_after < 0; call++) {
+    ht_decision d;
+    if (call == 21 && ht_sim_set_speed(ht_exec_device(c->v[first].ex), 2.0)) return fail();
+    if (ht_computation_run(c, &n, args, &d, NULL)) return fail();
+    if (first < 0) first = d.variant;
+    if (call > 20 && d.variant != first) flipped_after = call - 20;
+  }
+  printf("| drift: the chosen device (sim, N=5000) slowed 2x after 20 calls; calls until the choice moved | %d |\n",
+         flipped_after);
+  ht_computation_free_args(c, args);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+  return flipped_after > 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   int calls = argc > 1 ? atoi(argv[1]) : 100000;
   if (calls < BLOCK) calls = BLOCK;
@@ -123,6 +155,8 @@ int main(int argc, char **argv) {
   decision_latency(c, 1000);
   cold_latency(c, 2);
   int rc = call_loop(c, s, 1000, calls);
+  if (!rc) rc = call_loop(c, s, 10000, calls);
+  if (!rc) rc = drift();
   ht_computation_destroy(c);
   ht_spec_destroy(s);
   return rc;

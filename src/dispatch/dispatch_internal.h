@@ -188,6 +188,9 @@ ht_status htd_tuned_load(ht_computation *c);
 /* ---- feedback.c ---- */
 /* Records a run of variant v (what the decision expected in d, NULL for calibration runs). */
 void htd_feedback(ht_computation *c, int v, const int64_t *sizes, const ht_decision *d, const ht_run_times *t);
+/* The same with the call's bucket (key, rep) already computed. */
+void htd_feedback_at(ht_computation *c, int v, const int64_t *sizes, uint64_t key, const int64_t *rep,
+                     const ht_decision *d, const ht_run_times *t);
 /* Reads earlier runs of the computation's variants from the store into their histories. */
 ht_status htd_history_load(ht_computation *c);
 

@@ -118,9 +118,14 @@ ht_status ht_computation_flush(ht_computation *c) {
 /* ---- feedback ---- */
 
 void htd_feedback(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const ht_run_times *t) {
-  htd_variant *v = &c->v[vi];
   int64_t rep[HTD_MAX_SIZES];
   uint64_t key = htd_bucket(c, sizes, rep);
+  htd_feedback_at(c, vi, sizes, key, rep, d, t);
+}
+
+void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t key, const int64_t *rep,
+                     const ht_decision *d, const ht_run_times *t) {
+  htd_variant *v = &c->v[vi];
   double total = t->kernel_s + t->h2d_s + t->d2h_s;
   const char *config = d ? d->config : htd_config_for(c, vi, rep);
   log_call(c, vi, sizes, d, config, t);
