@@ -117,14 +117,18 @@ ht_status ht_store_put_model(ht_store *st, const ht_model_record *rec, int64_t *
 typedef int (*ht_model_visit_fn)(const ht_model_record *rec, void *ctx);
 ht_status ht_store_each_model(ht_store *st, const char *name, const char *kernel_name, ht_model_visit_fn fn, void *ctx);
 
-/* The log of per-call dispatch (include/hetune/dispatch.h): one row per call run. variant_key
- * identifies the variant across programs (its kernel identity, device fingerprint and config). */
+/* The log of per-call dispatch (include/hetune/dispatch.h): one row per run of calls alike (same
+ * variant, config, sizes and decision source; at most 64), with the times of its median call.
+ * variant_key identifies the variant across programs (its kernel identity, device fingerprint and
+ * config). */
 typedef struct ht_dispatch_record {
   const char *computation, *variant, *variant_key;
   const char *config, *sizes; /* sizes: canonical "N=1024,M=8" */
   const char *source;         /* the decision's source ("measured", "explore", ...) */
   double predicted_s;         /* the decision's expected total (NAN: none) */
-  double kernel_s, h2d_s, d2h_s, timestamp;
+  int64_t calls;              /* calls the row stands for (>= 1) */
+  double kernel_s, h2d_s, d2h_s; /* of the median call */
+  double timestamp;           /* of the first call */
 } ht_dispatch_record;
 /* Appends n records in one transaction. */
 ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs, int n);

@@ -99,9 +99,11 @@ const htd_selector_ops *htd_selector_find(const char *name);
 /* "history, model, rule" for messages */
 const char *htd_selector_names(void);
 
-/* One logged call, written to the store in batches. */
+/* Logged calls: a run of calls alike (same variant, config, sizes and decision source), written
+ * to the store as one row in batches. */
+enum { HTD_LOG_GROUP = 64 };
 typedef struct htd_log_entry {
-  int variant;
+  int variant, calls;
   char source;
   uint64_t bucket;
   int64_t sizes[HTD_MAX_SIZES];
@@ -134,6 +136,8 @@ struct ht_computation {
   /* the log */
   htd_log_entry *log;
   int n_log, cap_log;
+  int open;                            /* the last entry still takes calls alike */
+  double group[3][HTD_LOG_GROUP];     /* its calls' kernel, h2d and d2h times */
   int64_t calls;
 };
 

@@ -66,7 +66,7 @@ static const char *const migrations[] = {
      * so a program learns from the runs of the ones before it. */
     "CREATE TABLE dispatch_log ("
     " id INTEGER PRIMARY KEY, computation TEXT NOT NULL, variant TEXT NOT NULL, variant_key TEXT NOT NULL,"
-    " config TEXT NOT NULL, sizes TEXT NOT NULL, source TEXT NOT NULL, predicted_s REAL,"
+    " config TEXT NOT NULL, sizes TEXT NOT NULL, source TEXT NOT NULL, predicted_s REAL, calls INTEGER NOT NULL,"
     " kernel_s REAL NOT NULL, h2d_s REAL NOT NULL, d2h_s REAL NOT NULL, timestamp REAL NOT NULL);"
     "CREATE INDEX dispatch_log_computation ON dispatch_log (computation, id);",
 };
