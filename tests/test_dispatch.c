@@ -361,6 +361,58 @@ static void test_tuned_times_get_copies(void **state) {
   free(db);
 }
 
+/* A "best" variant with nothing tuned at its size and a stored model runs the model's fastest
+ * config; the model answers for its kernel time where nothing was measured. */
+static void test_model_best_config(void **state) {
+  (void)state;
+  char *db = ht_strfmt("%s/test_dispatch_model.db", HT_BINARY_DIR);
+  unlink(db);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_spec *s = load(SPEC);
+  for (int64_t n = 1000; n <= 1000000; n *= 10) /* made-up: all threads 4x faster */
+    store_eval(st, s, "sim:0", n, "THREADS_ALL=0", 4e-9 * (double)n), store_eval(st, s, "sim:0", n, "THREADS_ALL=1", 1e-9 * (double)n);
+  ht_exec *ex;
+  assert_int_equal(ht_exec_open("sim:0", &ex), HT_OK);
+  ht_feature_set *fs;
+  ht_dataset *d;
+  ht_model *m;
+  ht_buf blob = {0};
+  if (ht_features_create(s, &ht_exec_device(ex)->info, &fs) || ht_dataset_from_store(fs, st, NULL, &d) ||
+      ht_model_fit("knn", d, "k=1", 1, &m) || ht_model_save(m, &blob))
+    fail_msg("%s", ht_last_error());
+  ht_model_record rec = {.name = "options", .kind = "knn", .kernel_name = s->name, .source_hash = s->source_hash,
+                         .device_id = ht_exec_device(ex)->info.id, .n_rows = d->n_rows, .blob = blob.data,
+                         .blob_len = blob.len};
+  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
+  /* a store with the model but none of the tuning runs: the variant's sizes are all unmeasured */
+  ht_store_close(st);
+  char *db2 = ht_strfmt("%s/test_dispatch_model2.db", HT_BINARY_DIR);
+  unlink(db2);
+  assert_int_equal(ht_store_open(db2, &st), HT_OK);
+  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
+  ht_computation *c;
+  assert_int_equal(ht_computation_create("model", st, &c), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "best", NULL), HT_OK);
+  assert_int_equal(ht_computation_set_options(c, "selector=model"), HT_OK);
+  if (ht_computation_finish(c)) fail_msg("%s", ht_last_error());
+  int64_t n = 50000;
+  ht_decision dec;
+  assert_int_equal(ht_computation_decide(c, &n, &dec), HT_OK);
+  assert_string_equal(dec.config, "THREADS_ALL=1");
+  assert_int_equal(dec.source, HT_SRC_MODEL);
+  ht_computation_destroy(c);
+  ht_model_destroy(m);
+  ht_dataset_destroy(d);
+  ht_features_destroy(fs);
+  ht_buf_free(&blob);
+  ht_exec_close(ex);
+  ht_spec_destroy(s);
+  ht_store_close(st);
+  free(db);
+  free(db2);
+}
+
 /* The exported header compiles on its own and finds the same decisions as the computation. */
 static void test_static_cache_header(void **state) {
   (void)state;
@@ -429,6 +481,7 @@ int main(void) {
       cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_log_across_programs), cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
+      cmocka_unit_test(test_model_best_config),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -206,6 +206,8 @@ static void variant_free(htd_variant *v) {
   }
   free(v->runs);
   for (int i = 0; i < v->n_tuned; i++) free(v->tuned[i].config);
+  for (int i = 0; i < v->n_argmin; i++) free(v->argmin[i].config);
+  free(v->argmin);
   free(v->tuned);
   free(v->transfers);
   htd_history_free(&v->hist);

@@ -67,6 +67,11 @@ int htd_argmin(const htd_estimate *est, int n, int *runner_up) {
 const char *htd_config_for(ht_computation *c, int vi, const int64_t *sizes) {
   htd_variant *v = &c->v[vi];
   if (!v->best) return v->config;
+  if (!v->n_tuned && v->model) { /* nothing tuned: the model's fastest config at this size */
+    int64_t rep[HTD_MAX_SIZES];
+    const char *m = htd_model_argmin(c, vi, sizes, htd_bucket(c, sizes, rep));
+    if (m) return m;
+  }
   /* the tuned best of the nearest size tuned (by work) */
   double work = htd_work(v->spec, sizes), best_d = INFINITY;
   const char *config = v->fixed_config;

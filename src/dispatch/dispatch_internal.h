@@ -42,6 +42,12 @@ typedef struct htd_tuned {
   char *config;
 } htd_tuned;
 
+/* A "best" variant's model-chosen config for one size bucket. */
+typedef struct htd_argmin_entry {
+  uint64_t key;
+  char *config;
+} htd_argmin_entry;
+
 typedef struct htd_variant {
   const ht_spec *spec;
   ht_spec *owned_spec;   /* loaded from a computation file */
@@ -56,6 +62,8 @@ typedef struct htd_variant {
   char *fixed_config;    /* best: the config used when the store knows none for the size */
   htd_tuned *tuned;      /* best: the tuned configs by size */
   int n_tuned;
+  htd_argmin_entry *argmin; /* best, nothing tuned, a model: its fastest config per bucket */
+  int n_argmin;
   /* drift: the last ratios measured / expected */
   double ratio[8];
   int n_ratio, next_ratio;
@@ -186,6 +194,7 @@ int htd_argmin(const htd_estimate *est, int n, int *runner_up);
 /* ---- tuned.c ---- */
 /* Checks a variant's config on its device and puts it in canonical form; sets label and key. */
 ht_status htd_variant_prepare(ht_computation *c, int v);
+const char *htd_model_argmin(ht_computation *c, int v, const int64_t *rep, uint64_t key);
 /* The store's tuned configs, measured kernel times and models of every variant. */
 ht_status htd_tuned_load(ht_computation *c);
 

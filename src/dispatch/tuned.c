@@ -167,6 +167,46 @@ static ht_status load_model(ht_computation *c, int vi) {
   return HT_OK;
 }
 
+/* ---- the model's fastest config ---- */
+
+typedef struct argmin_ctx {
+  const htd_variant *v;
+  ht_space *space;
+  const int64_t *sizes;
+  double best_t;
+  ht_config best;
+  int found;
+} argmin_ctx;
+
+static int argmin_visit(const ht_config *cfg, void *ctx) {
+  argmin_ctx *a = ctx;
+  ht_value params[HT_MAX_PARAMS];
+  double x[HT_MODEL_MAX_FEATURES];
+  ht_config_values(a->space, cfg, params);
+  if (ht_features_compute(a->v->model_fs, a->sizes, params, x)) return 0;
+  double t = ht_model_predict(a->v->model, x);
+  if (!a->found || t < a->best_t) a->best_t = t, a->best = *cfg, a->found = 1;
+  return 0;
+}
+
+/* A "best" variant nothing was tuned for, with a stored model: the config the model predicts
+ * fastest at the bucket's sizes (P3: once per bucket, then remembered). NULL when none. */
+const char *htd_model_argmin(ht_computation *c, int vi, const int64_t *rep, uint64_t key) {
+  htd_variant *v = &c->v[vi];
+  for (int i = 0; i < v->n_argmin; i++)
+    if (v->argmin[i].key == key) return v->argmin[i].config;
+  argmin_ctx a = {v, NULL, rep, 0, {0}, 0};
+  if (ht_spec_build_space(v->spec, &ht_exec_device(v->ex)->info, &a.space)) return NULL;
+  int failed = ht_space_enumerate(a.space, argmin_visit, &a) != HT_OK || !a.found;
+  char *text = failed ? NULL : ht_config_text(a.space, &a.best);
+  ht_space_destroy(a.space);
+  htd_argmin_entry *grown = text ? realloc(v->argmin, sizeof *grown * (size_t)(v->n_argmin + 1)) : NULL;
+  if (!grown) return free(text), NULL;
+  v->argmin = grown;
+  v->argmin[v->n_argmin++] = (htd_argmin_entry){key, text};
+  return text;
+}
+
 /* ---- transfers ---- */
 
 /* A device's copy times, from the store, else measured once now (and stored): needed where a
