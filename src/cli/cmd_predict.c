@@ -219,7 +219,7 @@ static int predict_top(const cli_args *a, ht_spec *spec, ht_feature_set *fs, con
   t.params = calloc((size_t)ht_spec_param_count(spec) + 1, sizeof *t.params);
   t.sizes = calloc((size_t)ht_spec_size_count(spec) + 1, sizeof *t.sizes);
   for (int i = 0; t.sizes && i < ht_spec_size_count(spec); i++) t.sizes[i] = ht_spec_size_value(spec, i);
-  st = t.x && t.params && t.sizes ? ht_spec_build_space(spec, &dev->info, &t.space) : HT_ERR_NOMEM;
+  st = t.x && t.params && t.sizes ? ht_spec_build_space(spec, ht_device_info_get(dev), &t.space) : HT_ERR_NOMEM;
   if (!st) st = ht_space_enumerate(t.space, top_visit, &t);
   if (!st) st = t.st;
   int rc = st ? cli_fail("predict --top") : CLI_OK;
