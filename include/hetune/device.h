@@ -1,6 +1,6 @@
-/* Device backends behind one vtable: "c" (system compiler + dlopen + libffi), "opencl" (any ICD),
- * "cuda" (driver API + NVRTC loaded with dlopen). One file per backend in src/device/, one row in
- * the registry (src/device/registry.c). */
+/* Devices, one interface over the backends: "c" (system compiler + dlopen + libffi), "opencl" (any
+ * ICD), "cuda" (driver API + NVRTC loaded with dlopen), "sim" (simulated devices from a JSON file).
+ * An open device is an opaque ht_device used through the ht_device_* calls (docs/runtime.md). */
 #ifndef HETUNE_DEVICE_H
 #define HETUNE_DEVICE_H
 
