@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "cli_test_util.h"
+#include "device/backend.h"
 #include "device/sim.h"
 #include "hetune/device.h"
 #include "hetune/store.h"
@@ -156,14 +157,14 @@ static void test_devices_lists_sim(void **state) {
 static void test_info_and_fingerprint(void **state) {
   (void)state;
   ht_device *dev = open_sim(TINY, "sim:0");
-  assert_string_equal(dev->info.id, "sim:0");
-  assert_string_equal(dev->info.name, "tiny gpu");
-  assert_string_equal(dev->info.vendor, "hetune sim");
-  assert_int_equal(dev->info.global_mem_bytes, 1000000000);
-  assert_int_equal(dev->info.max_work_group_size, 256);
+  assert_string_equal(ht_device_info_get(dev)->id, "sim:0");
+  assert_string_equal(ht_device_info_get(dev)->name, "tiny gpu");
+  assert_string_equal(ht_device_info_get(dev)->vendor, "hetune sim");
+  assert_int_equal(ht_device_info_get(dev)->global_mem_bytes, 1000000000);
+  assert_int_equal(ht_device_info_get(dev)->max_work_group_size, 256);
   assert_true(ht_device_caps(dev) & HT_CAP_SIMULATED);
   char fp[17];
-  memcpy(fp, dev->info.fingerprint, sizeof fp);
+  memcpy(fp, ht_device_info_get(dev)->fingerprint, sizeof fp);
   ht_device_close(dev);
   /* the same numbers: the same device; one number changed: another */
   const char *a = "{\"devices\": [{\"name\": \"tiny gpu\", \"flops_per_s\": 1e12, \"memory_bytes\": 1e9}]}";
@@ -174,7 +175,7 @@ static void test_info_and_fingerprint(void **state) {
   const char *files[] = {"fa.json", "fb.json", "fc.json"};
   for (int i = 0; i < 3; i++) {
     dev = open_sim(in_dir(files[i]), "sim:0");
-    memcpy(fps[i], dev->info.fingerprint, 17);
+    memcpy(fps[i], ht_device_info_get(dev)->fingerprint, 17);
     ht_device_close(dev);
   }
   assert_string_equal(fps[0], fps[1]);
@@ -199,9 +200,9 @@ enum { N = 1000 };
 static void vadd_setup(ht_device *dev, vadd_run *v) {
   ht_source src = {HT_LANG_C, vadd_src, "vadd.c", "vadd", NULL};
   memset(v, 0, sizeof *v);
-  if (dev->ops->compile(dev, &src, NULL, &v->prog, NULL)) fail_msg("compile: %s", ht_last_error());
+  if (ht_device_compile(dev, &src, NULL, &v->prog, NULL)) fail_msg("compile: %s", ht_last_error());
   for (int i = 0; i < 3; i++) {
-    assert_int_equal(dev->ops->buffer_new(dev, N * sizeof(float), &v->buf[i]), HT_OK);
+    assert_int_equal(ht_device_buffer_new(dev, N * sizeof(float), &v->buf[i]), HT_OK);
     v->args[i] = (ht_arg){.is_buffer = 1, .buf = v->buf[i], .type = HT_DTYPE_F32};
   }
   v->args[3] = (ht_arg){.type = HT_DTYPE_I32, .value = ht_int(N)};
@@ -209,8 +210,8 @@ static void vadd_setup(ht_device *dev, vadd_run *v) {
 }
 
 static void vadd_free(ht_device *dev, vadd_run *v) {
-  for (int i = 0; i < 3; i++) dev->ops->buffer_free(dev, v->buf[i]);
-  dev->ops->program_free(dev, v->prog);
+  for (int i = 0; i < 3; i++) ht_device_buffer_free(dev, v->buf[i]);
+  ht_device_program_free(dev, v->prog);
 }
 
 static void test_kernel_times_follow_the_file(void **state) {
@@ -221,24 +222,24 @@ static void test_kernel_times_follow_the_file(void **state) {
   float a[N], b[N], c[N];
   for (int i = 0; i < N; i++) a[i] = (float)i, b[i] = 0.5f * (float)i;
   double t = -1;
-  assert_int_equal(dev->ops->buffer_write(dev, v.buf[1], a, sizeof a, &t), HT_OK);
-  assert_int_equal(dev->ops->buffer_write(dev, v.buf[2], b, sizeof b, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, v.buf[1], a, sizeof a, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, v.buf[2], b, sizeof b, &t), HT_OK);
   /* compute-bound: 2e9 flops at 1e12/s over 1e8 bytes at 1e11/s, plus 10 us of launch latency */
   v.l.work_flops = 2e9;
   v.l.work_bytes = 1e8;
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_OK);
   assert_true(t == 1e-5 + 2e9 / 1e12);
   /* memory-bound */
   v.l.work_flops = 1e6;
   v.l.work_bytes = 5e8;
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_OK);
   assert_true(t == 1e-5 + 5e8 / 1e11);
   /* the result is real */
-  assert_int_equal(dev->ops->buffer_read(dev, v.buf[0], c, sizeof c, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, v.buf[0], c, sizeof c, &t), HT_OK);
   for (int i = 0; i < N; i++) assert_true(c[i] == a[i] + b[i]);
   /* a roofline device cannot time a launch that carries no work */
   v.l.work_flops = v.l.work_bytes = 0;
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_ERR_RUNTIME);
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_ERR_RUNTIME);
   assert_non_null(strstr(ht_last_error(), "carries no work"));
   ht_sim_usage u;
   assert_int_equal(ht_sim_usage_get(dev, &u), HT_OK);
@@ -251,7 +252,7 @@ static void test_kernel_times_follow_the_file(void **state) {
   dev = open_sim(TINY, "sim:0");
   ht_source cl = {HT_LANG_OPENCL, "__kernel void k(){}", "k.cl", "k", NULL};
   ht_program *p = NULL;
-  assert_int_equal(dev->ops->compile(dev, &cl, NULL, &p, NULL), HT_ERR_COMPILE);
+  assert_int_equal(ht_device_compile(dev, &cl, NULL, &p, NULL), HT_ERR_COMPILE);
   assert_non_null(strstr(ht_last_error(), "a simulated device runs C sources"));
   ht_device_close(dev);
   assert_int_equal(ht_sim_usage_get(NULL, &u), HT_ERR_INVALID);
@@ -262,7 +263,7 @@ static void launch_series(double *t, int n) {
   ht_device *dev = open_sim(TINY, "sim:1");
   vadd_run v;
   vadd_setup(dev, &v);
-  for (int i = 0; i < n; i++) assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t[i]), HT_OK);
+  for (int i = 0; i < n; i++) assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t[i]), HT_OK);
   vadd_free(dev, &v);
   ht_device_close(dev);
 }
@@ -289,24 +290,24 @@ static void test_transfer_times_follow_the_file(void **state) {
   ht_device *dev = open_sim(TINY, "sim:0");
   ht_buffer *b = NULL;
   static char host[1000000];
-  assert_int_equal(dev->ops->buffer_new(dev, sizeof host, &b), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, sizeof host, &b), HT_OK);
   double t = -1;
-  assert_int_equal(dev->ops->buffer_write(dev, b, host, sizeof host, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, b, host, sizeof host, &t), HT_OK);
   assert_true(t == 1e-5 + 1e6 / 1e10);
-  assert_int_equal(dev->ops->buffer_read(dev, b, host, 1000, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, b, host, 1000, &t), HT_OK);
   assert_true(t == 2e-5 + 1e3 / 5e9);
   ht_sim_usage u;
   assert_int_equal(ht_sim_usage_get(dev, &u), HT_OK);
   assert_int_equal(u.transfers, 2);
   assert_true(fabs(u.energy_j - 10 * (1e-5 + 1e-4 + 2e-5 + 2e-7)) < 1e-15);
-  dev->ops->buffer_free(dev, b);
+  ht_device_buffer_free(dev, b);
   ht_device_close(dev);
   /* no h2d/d2h in the file: transfers take no time */
   dev = open_sim(TINY, "sim:1");
-  assert_int_equal(dev->ops->buffer_new(dev, sizeof host, &b), HT_OK);
-  assert_int_equal(dev->ops->buffer_write(dev, b, host, sizeof host, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, sizeof host, &b), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, b, host, sizeof host, &t), HT_OK);
   assert_true(t == 0);
-  dev->ops->buffer_free(dev, b);
+  ht_device_buffer_free(dev, b);
   ht_device_close(dev);
 }
 
@@ -412,12 +413,12 @@ static void test_memory_limit(void **state) {
   (void)state;
   ht_device *dev = open_sim(TINY, "sim:1"); /* 1e8 bytes */
   ht_buffer *a = NULL, *b = NULL;
-  assert_int_equal(dev->ops->buffer_new(dev, 60000000, &a), HT_OK);
-  assert_int_equal(dev->ops->buffer_new(dev, 60000000, &b), HT_ERR_DEVICE);
+  assert_int_equal(ht_device_buffer_new(dev, 60000000, &a), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, 60000000, &b), HT_ERR_DEVICE);
   assert_non_null(strstr(ht_last_error(), "sim:1 (tiny cpu): out of device memory: 60000000 bytes asked"));
-  dev->ops->buffer_free(dev, a);
-  assert_int_equal(dev->ops->buffer_new(dev, 60000000, &b), HT_OK);
-  dev->ops->buffer_free(dev, b);
+  ht_device_buffer_free(dev, a);
+  assert_int_equal(ht_device_buffer_new(dev, 60000000, &b), HT_OK);
+  ht_device_buffer_free(dev, b);
   ht_device_close(dev);
 }
 
@@ -431,21 +432,21 @@ static void test_real_sleeps(void **state) {
   vadd_run v;
   vadd_setup(dev, &v);
   double t = 0, w0 = ht_now();
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK); /* 1000 work-items */
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_OK); /* 1000 work-items */
   double wall = ht_now() - w0;
   assert_true(t == 5e-5 * N);
   assert_true(wall >= t);
   assert_true(wall < t + 10); /* generous: a loaded machine */
   w0 = ht_now();
   static float host[N];
-  assert_int_equal(dev->ops->buffer_write(dev, v.buf[0], host, sizeof host, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, v.buf[0], host, sizeof host, &t), HT_OK);
   assert_true(ht_now() - w0 >= t && t >= 0.03);
   vadd_free(dev, &v);
   ht_device_close(dev);
   dev = open_sim(in_dir("real.json"), "sim:1");
   vadd_setup(dev, &v);
   w0 = ht_now();
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_OK);
   assert_true(t == 1.0 * N && ht_now() - w0 < 100); /* 1000 s modelled, not waited for */
   vadd_free(dev, &v);
   ht_device_close(dev);
@@ -456,18 +457,18 @@ static void test_shipped_file(void **state) {
   (void)state;
   const char *file = HT_SOURCE_DIR "/data/sim/pcie_gpu.json";
   ht_device *gpu = open_sim(file, "sim:0"), *cpu = open_sim(file, "sim:1");
-  assert_non_null(strstr(gpu->info.name, "A100"));
-  assert_int_equal(gpu->info.warp_size, 32);
-  assert_int_equal(cpu->info.warp_size, 1);
+  assert_non_null(strstr(ht_device_info_get(gpu)->name, "A100"));
+  assert_int_equal(ht_device_info_get(gpu)->warp_size, 32);
+  assert_int_equal(ht_device_info_get(cpu)->warp_size, 1);
   vadd_run v;
   vadd_setup(gpu, &v);
   v.l.work_flops = 1e7; /* memory-bound: 1.2e8 bytes at 1,555 GB/s */
   v.l.work_bytes = 1.2e8;
   double t = 0, clean = 5e-6 + 1.2e8 / 1.555e12;
-  assert_int_equal(gpu->ops->launch(gpu, v.prog, &v.l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(gpu, v.prog, &v.l, &t), HT_OK);
   assert_true(t > 0.8 * clean && t < 1.2 * clean); /* 2% noise */
   static float host[N];
-  assert_int_equal(gpu->ops->buffer_write(gpu, v.buf[1], host, sizeof host, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(gpu, v.buf[1], host, sizeof host, &t), HT_OK);
   assert_true(t == 10e-6 + sizeof host / 25e9); /* PCIe 4.0 x16, pinned */
   vadd_free(gpu, &v);
   ht_device_close(gpu);

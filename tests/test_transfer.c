@@ -214,16 +214,16 @@ static void test_store(void **state) {
   ht_store *st = NULL;
   int found = 1;
   assert_int_equal(ht_store_open_readonly(in_dir("old.db"), &st), HT_OK); /* read as it is: no table */
-  assert_int_equal(ht_store_get_transfers(st, &dev->info, &got, &found), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, ht_device_info_get(dev), &got, &found), HT_OK);
   assert_int_equal(found, 0);
-  assert_int_equal(ht_store_put_transfers(st, &dev->info, &t), HT_ERR_STORE);
+  assert_int_equal(ht_store_put_transfers(st, ht_device_info_get(dev), &t), HT_ERR_STORE);
   assert_non_null(strstr(ht_last_error(), "read-only"));
   ht_store_close(st);
   assert_int_equal(ht_store_open(in_dir("old.db"), &st), HT_OK); /* migrated */
-  assert_int_equal(ht_store_get_transfers(st, &dev->info, &got, &found), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, ht_device_info_get(dev), &got, &found), HT_OK);
   assert_int_equal(found, 0);
-  assert_int_equal(ht_store_put_transfers(st, &dev->info, &t), HT_OK);
-  assert_int_equal(ht_store_get_transfers(st, &dev->info, &got, &found), HT_OK);
+  assert_int_equal(ht_store_put_transfers(st, ht_device_info_get(dev), &t), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, ht_device_info_get(dev), &got, &found), HT_OK);
   assert_int_equal(found, 1);
   assert_memory_equal(&t, &got, sizeof t);
   /* measured again: the new table replaces the old one whole */
@@ -231,24 +231,24 @@ static void test_store(void **state) {
   small.n[HT_D2H] = 2;
   small.bytes[HT_D2H][0] = 10, small.bytes[HT_D2H][1] = 20;
   small.seconds[HT_D2H][0] = 1e-6, small.seconds[HT_D2H][1] = 2e-6;
-  assert_int_equal(ht_store_put_transfers(st, &dev->info, &small), HT_OK);
-  assert_int_equal(ht_store_get_transfers(st, &dev->info, &got, &found), HT_OK);
+  assert_int_equal(ht_store_put_transfers(st, ht_device_info_get(dev), &small), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, ht_device_info_get(dev), &got, &found), HT_OK);
   assert_memory_equal(&small, &got, sizeof small);
   /* a table that is not one is refused, and the stored one stays */
   small.bytes[HT_D2H][1] = 5;
-  assert_int_equal(ht_store_put_transfers(st, &dev->info, &small), HT_ERR_INVALID);
+  assert_int_equal(ht_store_put_transfers(st, ht_device_info_get(dev), &small), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "bytes must increase"));
-  assert_int_equal(ht_store_get_transfers(st, &dev->info, &got, &found), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, ht_device_info_get(dev), &got, &found), HT_OK);
   assert_int_equal(got.n[HT_D2H], 2);
   /* another device has none */
-  ht_device_info other = dev->info;
+  ht_device_info other = *ht_device_info_get(dev);
   snprintf(other.fingerprint, sizeof other.fingerprint, "0123456789abcdef");
   assert_int_equal(ht_store_get_transfers(st, &other, &got, &found), HT_OK);
   assert_int_equal(found, 0);
   ht_store_close(st);
   /* read-only, the table is there to read */
   assert_int_equal(ht_store_open_readonly(in_dir("old.db"), &st), HT_OK);
-  assert_int_equal(ht_store_get_transfers(st, &dev->info, &got, &found), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, ht_device_info_get(dev), &got, &found), HT_OK);
   assert_int_equal(found, 1);
   ht_store_close(st);
   ht_device_close(dev);
@@ -332,7 +332,7 @@ static void test_cli(void **state) {
   ht_device *dev = open_stepped();
   int found = 0;
   assert_int_equal(ht_store_open_readonly(in_dir("cli.db"), &st), HT_OK);
-  assert_int_equal(ht_store_get_transfers(st, &dev->info, &got, &found), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, ht_device_info_get(dev), &got, &found), HT_OK);
   assert_int_equal(found, 1);
   assert_memory_equal(&t, &got, sizeof t);
   ht_store_close(st);

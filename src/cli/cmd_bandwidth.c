@@ -94,10 +94,10 @@ static double gb_per_s(double bytes, double seconds) { return seconds > 0 ? byte
 /* The table read at its first point, then at powers of 16 bytes, and at its largest point. */
 static void print_transfers(const ht_device *dev, const ht_transfer_table *t, double seconds) {
   if (!t->n[HT_H2D] && !t->n[HT_D2H]) {
-    printf("%s (%s) works in host memory: nothing to copy, the transfer table is empty\n", dev->info.id, dev->info.name);
+    printf("%s (%s) works in host memory: nothing to copy, the transfer table is empty\n", ht_device_info_get(dev)->id, ht_device_info_get(dev)->name);
     return;
   }
-  printf("transfer times of %s (%s): %d h2d and %d d2h points, measured in %.1f s\n", dev->info.id, dev->info.name,
+  printf("transfer times of %s (%s): %d h2d and %d d2h points, measured in %.1f s\n", ht_device_info_get(dev)->id, ht_device_info_get(dev)->name,
          t->n[HT_H2D], t->n[HT_D2H], seconds);
   printf("%14s  %12s  %12s  %9s  %9s\n", "bytes", "h2d us", "d2h us", "h2d GB/s", "d2h GB/s");
   double first = HUGE_VAL, last = 0;
@@ -126,12 +126,12 @@ static int measure_transfers(ht_device *dev, ht_store *st, const char *out, ht_t
   double t0 = ht_now();
   int rc = ht_transfer_measure(dev, o, t) ? cli_fail("bandwidth") : CLI_OK;
   if (!rc) print_transfers(dev, t, ht_now() - t0);
-  if (!rc && ht_store_put_transfers(st, &dev->info, t)) rc = cli_fail("bandwidth");
+  if (!rc && ht_store_put_transfers(st, ht_device_info_get(dev), t)) rc = cli_fail("bandwidth");
   if (!rc) printf("stored in %s\n", ht_store_path(st));
   char comment[256], when[32];
   utc_now(when, sizeof when);
-  snprintf(comment, sizeof comment, "hetune bandwidth --transfers: copy times of %s (%s), measured %s", dev->info.id,
-           dev->info.name, when);
+  snprintf(comment, sizeof comment, "hetune bandwidth --transfers: copy times of %s (%s), measured %s", ht_device_info_get(dev)->id,
+           ht_device_info_get(dev)->name, when);
   if (!rc && out && ht_transfer_save(out, t, comment)) rc = cli_fail("bandwidth");
   if (!rc && out) printf("wrote %d points to %s\n", t->n[HT_H2D] + t->n[HT_D2H], out);
   free(t);

@@ -202,7 +202,7 @@ int cli_kernel_arg(const cli_args *a, const char *cmd, const char *arg, ht_spec 
   struct stat sb;
   if (stat(arg, &sb) == 0 || strchr(arg, '/') || strstr(arg, ".json")) { /* a file, or meant as one */
     int rc = cli_load_spec(a, arg, spec);
-    if (!rc) *name = (*spec)->name;
+    if (!rc) *name = ht_spec_name(*spec);
     return rc;
   }
   if (cli_has(a, "size"))
@@ -211,7 +211,7 @@ int cli_kernel_arg(const cli_args *a, const char *cmd, const char *arg, ht_spec 
 }
 
 const char *cli_default_device(const ht_spec *s) {
-  switch (s->kernel.lang) {
+  switch (ht_spec_language(s)) {
   case HT_LANG_OPENCL: return "opencl";
   case HT_LANG_CUDA: return "cuda";
   default: return "c";

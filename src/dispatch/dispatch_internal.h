@@ -4,10 +4,12 @@
 
 #include <stdint.h>
 
+#include "device/backend.h"
 #include "hetune/dispatch.h"
 #include "hetune/expr.h"
 #include "hetune/measure.h"
 #include "hetune/model.h"
+#include "spec/spec_struct.h"
 
 enum { HTD_MAX_VARIANTS = 32, HTD_WINDOW_MAX = 64, HTD_MAX_SIZES = 8 };
 

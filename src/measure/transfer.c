@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/backend.h"
 #include "core/csv.h"
 #include "hetune/measure.h"
 
