@@ -51,7 +51,8 @@ typedef struct ht_decision {
   int runner_up;         /* the second-best variant (-1 with one variant) */
   double runner_up_total_s; /* its predicted total (NAN when none) */
   ht_decision_source source;
-  double decide_ns;      /* how long deciding took */
+  double decide_ns;      /* how long a decision by the selector took; 0 for a cache hit (not timed:
+                          * tens of nanoseconds, bench/bench_dispatch measures them) */
 } ht_decision;
 
 /* ---- building ---- */

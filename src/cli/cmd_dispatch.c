@@ -89,8 +89,9 @@ static void print_decision(const dispatch_cli *d, const ht_decision *x) {
          ht_computation_variant_label(d->c, x->variant), *x->config ? x->config : "none");
   printf("  expected ");
   print_time(x->pred_total_s);
-  printf(", from %s%s; decided in %.0f ns\n", ht_decision_source_name(x->source),
-         x->close ? " (close to the runner-up: may be explored)" : "", x->decide_ns);
+  printf(", from %s%s", ht_decision_source_name(x->source), x->close ? " (close to the runner-up: may be explored)" : "");
+  if (x->decide_ns > 0) printf("; decided in %.0f ns", x->decide_ns);
+  printf("\n");
 }
 
 static int do_decide(dispatch_cli *d) {
