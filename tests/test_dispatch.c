@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device/sim.h"
 #include "dispatch/dispatch_internal.h"
 
 #define EX HT_SOURCE_DIR "/examples/"
@@ -134,6 +135,38 @@ static void test_drift_flips_choice(void **state) {
   /* the other size was rescaled with the device, without a call there */
   assert_int_equal(ht_computation_decide(c, &other, &d), HT_OK);
   assert_int_equal(d.variant, 1);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+/* A stall taken for a change of speed does not lock the variant out: it is re-probed and, fast
+ * again, chosen again. */
+static void test_stall_reprobed(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "explore=0");
+  int64_t n = 5000;
+  for (int k = 0; k < 5; k++) run_variant(c, 0, n), run_variant(c, 1, n);
+  ht_host_arg *args;
+  assert_int_equal(ht_computation_make_args(c, &n, 3, &args), HT_OK);
+  ht_decision d;
+  assert_int_equal(ht_computation_run(c, &n, args, &d, NULL), HT_OK);
+  assert_int_equal(d.variant, 0); /* the CPU wins at 5000 */
+  ht_device *cpu = ht_exec_device(c->v[0].ex);
+  assert_int_equal(ht_sim_set_speed(cpu, 1000), HT_OK); /* a stall: 1000x slower for a few calls */
+  for (int k = 0; k < 5; k++) assert_int_equal(ht_computation_run(c, &n, args, &d, NULL), HT_OK);
+  assert_int_equal(ht_sim_set_speed(cpu, 1), HT_OK);
+  assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+  assert_int_equal(d.variant, 1); /* drift moved it to the GPU */
+  int back = 0;
+  for (int k = 0; k < 2 * HTD_REPROBE && !back; k++) {
+    assert_int_equal(ht_computation_run(c, &n, args, &d, NULL), HT_OK);
+    back = d.variant == 0 && d.source == HT_SRC_EXPLORE;
+  }
+  assert_true(back); /* re-probed... */
+  assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+  assert_int_equal(d.variant, 0); /* ...and the CPU chosen again */
+  ht_computation_free_args(c, args);
   ht_computation_destroy(c);
   ht_spec_destroy(s);
 }
@@ -476,6 +509,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_crossover),          cmocka_unit_test(test_transfers_counted),
       cmocka_unit_test(test_cache_hit_and_invalidation), cmocka_unit_test(test_drift_flips_choice),
+      cmocka_unit_test(test_stall_reprobed),
       cmocka_unit_test(test_exploration_regret_cap), cmocka_unit_test(test_bias_correction),
       cmocka_unit_test(test_rule_selector),      cmocka_unit_test(test_signature_mismatch),
       cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),

@@ -164,6 +164,24 @@ static void maybe_explore(ht_computation *c, ht_decision *d) {
 }
 
 /* A hit is not timed: two clock reads would cost more than the hit itself. */
+/* A variant slowed by drift, not run for HTD_REPROBE calls, that at its speed before the drift
+ * would be within the regret cap of the winner: run it once to see whether it is still slow. */
+static void maybe_reprobe(ht_computation *c, const int64_t *rep, uint64_t key, ht_decision *d) {
+  for (int i = 0; i < c->n_variants; i++) {
+    htd_variant *v = &c->v[i];
+    if (i == d->variant || !(v->drift_f > c->drift) || c->calls - v->probed_at < HTD_REPROBE) continue;
+    v->probed_at = c->calls;
+    htd_estimate e;
+    htd_estimate_variant(c, i, rep, key, 0, &e);
+    if (!e.calibrated || !(e.total_s / v->drift_f <= c->regret_cap * d->pred_total_s)) continue;
+    d->variant = i;
+    d->pred_total_s = e.total_s;
+    d->band_lo = d->band_hi = NAN;
+    d->source = HT_SRC_EXPLORE;
+    return;
+  }
+}
+
 static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *out, uint64_t *key_out, int64_t *rep) {
   uint64_t key = htd_bucket(c, sizes, rep);
   *key_out = key;
@@ -180,6 +198,7 @@ static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *ou
     out->decide_ns = (double)(ht_now_ns() - t0);
   }
   if (!st && out->source != HT_SRC_EXPLORE) maybe_explore(c, out);
+  if (!st && out->source != HT_SRC_EXPLORE && c->n_drifted) maybe_reprobe(c, rep, key, out);
   if (!st && out->source == HT_SRC_EXPLORE) out->config = htd_config_for(c, out->variant, rep);
   return st;
 }
@@ -222,6 +241,8 @@ ht_status ht_computation_run(ht_computation *c, const int64_t *sizes, const ht_h
   ht_run_times t;
   if (!st) st = run_one(c, d.variant, d.config, sizes, args, &t);
   if (st) return st;
+  c->calls++;
+  c->v[d.variant].probed_at = c->calls;
   htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
   if (out) *out = d;
   if (times) *times = t;

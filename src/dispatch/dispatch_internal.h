@@ -70,6 +70,8 @@ typedef struct htd_variant {
   double ratio[8];
   int n_ratio, next_ratio;
   int explored;          /* times run as an exploration */
+  double drift_f;        /* the factor drift rescaled its history by, in all (1: none) */
+  int64_t probed_at;     /* the computation's call count when it was last run or re-probed */
   double correction;     /* bias factor applied to predictions that are not measurements (1: none) */
   ht_transfer_table *transfers; /* copies to and from its device by size (NULL: none to add) */
   ht_model *model;       /* a stored model of this kernel on this device (NULL: none) */
@@ -148,8 +150,14 @@ struct ht_computation {
   int n_log, cap_log;
   int open;                            /* the last entry still takes calls alike */
   double group[3][HTD_LOG_GROUP];     /* its calls' kernel, h2d and d2h times */
-  int64_t calls;
+  int64_t calls;         /* calls run */
+  int n_drifted;         /* variants whose history drift slowed (drift_f > 1) */
 };
+
+/* A variant whose history drift slowed is run again once every HTD_REPROBE calls where it would
+ * win or come within the regret cap at its speed before the drift: a stall taken for a change of
+ * speed does not lock it out for good. */
+enum { HTD_REPROBE = 64 };
 
 /* ---- computation.c ---- */
 int64_t htd_bucket_rep(int kind, int64_t n);

@@ -45,8 +45,9 @@ static void keep_newest(htd_point *p, int k, int window) {
   p->median = ht_stat_median(keep, n);
 }
 
-static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f) {
-  int newest = now ? (now->n < DRIFT_OUTSIDE ? now->n : DRIFT_OUTSIDE) : 0;
+/* keep: the newest samples of now that already show the new speed. */
+static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f, int keep) {
+  int newest = now ? (now->n < keep ? now->n : keep) : 0;
   double saved[HTD_WINDOW_MAX];
   int n_saved = now ? now->n : 0;
   if (now) memcpy(saved, now->samples, sizeof saved[0] * (size_t)n_saved);
@@ -57,6 +58,9 @@ static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f
   }
   v->n_ratio = v->next_ratio = 0;
   v->correction = 1;
+  int was_slowed = v->drift_f > c->drift;
+  v->drift_f *= f;
+  c->n_drifted += (v->drift_f > c->drift) - was_slowed;
   htd_cache_clear(&c->cache);
   ht_log(2, "%s: %s changed speed by %.2fx: history rescaled, decisions dropped", c->name, v->label, f);
 }
@@ -171,9 +175,12 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   else p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
   if (!p) return;
   if (isfinite(expected) && expected > 0) {
+    /* A re-probe that finds a slowed variant fast again undoes the drift at once. */
+    if (d && d->source == HT_SRC_EXPLORE && v->drift_f > c->drift && total / expected < 1 / c->drift)
+      return on_drift(c, v, p, total / expected, 1);
     push_ratio(v, total / expected);
     double f = drift_factor(c, v);
-    if (f > 0) return on_drift(c, v, p, f);
+    if (f > 0) return on_drift(c, v, p, f, DRIFT_OUTSIDE);
     if (!was_measured && v->n_ratio >= 3) { /* bias of what was predicted, not measured */
       double tmp[DRIFT_CALLS];
       memcpy(tmp, v->ratio, sizeof tmp[0] * (size_t)v->n_ratio);
