@@ -159,7 +159,7 @@ static void test_two_halves_on_two_devices(void **state) {
     args_of(&x, 0, x.n, second);
     for (int i = 0; i < 3; i++) second[i].lo = half, second[i].hi = x.n;
     int64_t n1 = (int64_t)half, n = (int64_t)x.n;
-    ht_run_opts part = {{half, 0, 0}, {x.n - half, 0, 0}};
+    ht_run_opts part = {.offset = {half, 0, 0}, .count = {x.n - half, 0, 0}};
     ht_run *r1, *r2;
     assert_int_equal(ht_variant_start(vc, &n1, first, NULL, &r1), HT_OK);
     if (ht_variant_start(vo, &n, second, &part, &r2)) fail_msg("%s", ht_last_error());
@@ -187,7 +187,8 @@ static void cancel_spin(const char *device, const char *spec_path) {
   float out[4] = {-1, -1, -1, -1};
   ht_host_arg args[3] = {{out, 4, 0, 0}, {0}, {0}};
   ht_run *r;
-  assert_int_equal(ht_variant_start(v, NULL, args, NULL, &r), HT_OK);
+  ht_run_opts copy = {.copy = 1}; /* on c, not in place: the caller's memory stays untouched */
+  assert_int_equal(ht_variant_start(v, NULL, args, &copy, &r), HT_OK);
   assert_int_equal(ht_run_poll(r), 0); /* it spins until told */
   double t0 = ht_now();
   if (ht_run_cancel(r)) fail_msg("%s: %s", device, ht_last_error());
@@ -228,7 +229,7 @@ static void test_errors(void **state) {
   assert_int_equal(ht_variant_run(v, &n, args, NULL, NULL), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "not inside"));
   args[1].lo = args[1].hi = 0;
-  ht_run_opts part = {{10, 0, 0}, {0, 0, 0}};
+  ht_run_opts part = {.offset = {10, 0, 0}};
   assert_int_equal(ht_variant_run(v, &n, args, &part, NULL), HT_ERR_INVALID); /* C: one work-item */
   ht_run *r;
   assert_int_equal(ht_variant_start(v, &n, args, NULL, &r), HT_OK);

@@ -102,6 +102,7 @@ enum {
   HT_CAP_CANCEL = 1u << 2,    /* cancel raises the stop flag of a launch in flight */
   HT_CAP_VIEWS = 1u << 3,     /* buffer_view gives sub-ranges usable as kernel arguments */
   HT_CAP_SIMULATED = 1u << 4, /* times are modelled, not measured (the sim backend) */
+  HT_CAP_HOST_MEMORY = 1u << 5, /* kernels use host memory itself: buffer_wrap, nothing to copy */
 };
 
 typedef struct ht_event ht_event; /* one launch in flight; backend-defined */
@@ -147,6 +148,9 @@ typedef struct ht_backend_ops {
                                double *seconds);
   ht_status (*buffer_read_at)(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes,
                               double *seconds);
+  /* (HT_CAP_HOST_MEMORY) The caller's bytes at host as a buffer, not copied: kernels read and write
+   * them in place. buffer_free leaves the memory to its owner. */
+  ht_status (*buffer_wrap)(ht_device *dev, void *host, size_t bytes, ht_buffer **out);
 } ht_backend_ops;
 
 /* An open device: the public handle every backend call goes through. */

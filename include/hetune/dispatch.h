@@ -14,6 +14,7 @@
 #define HETUNE_DISPATCH_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hetune/core.h"
 #include "hetune/exec.h"
@@ -48,6 +49,7 @@ typedef struct ht_decision {
   double band_lo, band_hi; /* the total's 80% band (NAN when unknown) */
   int close;             /* 1: the runner-up's band overlaps the winner's */
   int runner_up;         /* the second-best variant (-1 with one variant) */
+  double runner_up_total_s; /* its predicted total (NAN when none) */
   ht_decision_source source;
   double decide_ns;      /* how long deciding took */
 } ht_decision;
@@ -96,6 +98,26 @@ ht_status ht_computation_run_variant(ht_computation *c, int variant, const int64
 /* Writes the logged runs to the store now (run writes them in batches, and destroy writes the rest). */
 ht_status ht_computation_flush(ht_computation *c);
 
+/* What the computation knows of one variant at sizes, as the selector weighs it: for explanations. */
+typedef struct ht_variant_estimate {
+  const char *config;          /* the config it would run */
+  double kernel_s, transfer_s; /* a model's prediction and the copies' (NAN when not from a model) */
+  double total_s, band_lo, band_hi; /* what the selector compares (NAN: unknown) */
+  ht_decision_source source;   /* measured, history or model; explore when nothing is known */
+  double correction;           /* the bias factor predictions are multiplied by (1: none) */
+  int n_sizes_measured;        /* sizes with measured times */
+  int n_recent;                /* the newest times measured at this size, oldest first */
+  double recent[8];
+  int has_model;               /* a stored model of its kernel on its device */
+} ht_variant_estimate;
+/* out: one per variant. Deciding nothing, changing nothing. */
+ht_status ht_computation_estimate(ht_computation *c, const int64_t *sizes, ht_variant_estimate *out);
+
+/* Host buffers for a call at sizes, one per argument, made and filled as the first variant's spec
+ * says ("init": random data from seed, zeros, ...): for tools, tests and benchmarks. */
+ht_status ht_computation_make_args(const ht_computation *c, const int64_t *sizes, uint64_t seed, ht_host_arg **out);
+void ht_computation_free_args(const ht_computation *c, ht_host_arg *args);
+
 /* ---- static cache: decisions compiled into the application ---- */
 
 typedef struct ht_static_entry {
@@ -112,6 +134,11 @@ uint64_t ht_computation_size_key(const ht_computation *c, const int64_t *sizes);
 /* Entries sorted by key (as the exported header holds them); borrowed. A lookup that finds the key
  * decides with no store and no prediction. */
 ht_status ht_computation_set_static_cache(ht_computation *c, const ht_static_entry *entries, int n);
+/* Writes a C header (docs/dispatch.md) holding the decision at every size bucket with measured
+ * times and at each of the n extra sizes (n_sizes values each, the spec's order), sorted by key,
+ * with SYMBOL_lookup(sizes) that finds one without hetune and the entries as SYMBOL_cache for
+ * ht_computation_set_static_cache. symbol: a C identifier. */
+ht_status ht_computation_export_cache(ht_computation *c, const int64_t *sizes, int n, const char *symbol, FILE *out);
 
 #ifdef __cplusplus
 }

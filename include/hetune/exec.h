@@ -53,6 +53,10 @@ typedef struct ht_host_arg {
  * the whole geometry). A device without HT_CAP_OFFSET only runs offset 0. */
 typedef struct ht_run_opts {
   size_t offset[3], count[3];
+  /* On a device whose kernels use host memory (HT_CAP_HOST_MEMORY: c), a call works in the
+   * caller's buffers in place, copying nothing, so a cancelled run may have written some of them.
+   * copy = 1 copies as other devices do: a run that may be stopped (a race) leaves them alone. */
+  int copy;
 } ht_run_opts;
 
 typedef struct ht_run_times {
@@ -72,7 +76,7 @@ int ht_run_poll(ht_run *r); /* 1: the kernel finished, 0: it runs */
 /* Raises the stop flag (the spec's "stop" argument) of the kernel; HT_ERR_UNSUPPORTED when the
  * device cannot (no HT_CAP_CANCEL) or the spec has no stop flag. ht_run_wait must still follow. */
 ht_status ht_run_cancel(ht_run *r);
-/* Waits, copies the written buffers out (none when cancelled), frees r. */
+/* Waits, copies the written buffers out (none when cancelled; in place, see ht_run_opts.copy), frees r. */
 ht_status ht_run_wait(ht_run *r, ht_run_times *out);
 
 #ifdef __cplusplus

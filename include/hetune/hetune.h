@@ -17,4 +17,5 @@
 #include "hetune/ptx.h"
 #include "hetune/gemm.h"
 #include "hetune/replay.h"
+#include "hetune/dispatch.h"
 #endif

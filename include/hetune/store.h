@@ -116,6 +116,22 @@ ht_status ht_store_put_model(ht_store *st, const ht_model_record *rec, int64_t *
 typedef int (*ht_model_visit_fn)(const ht_model_record *rec, void *ctx);
 ht_status ht_store_each_model(ht_store *st, const char *name, const char *kernel_name, ht_model_visit_fn fn, void *ctx);
 
+/* The log of per-call dispatch (include/hetune/dispatch.h): one row per call run. variant_key
+ * identifies the variant across programs (its kernel identity, device fingerprint and config). */
+typedef struct ht_dispatch_record {
+  const char *computation, *variant, *variant_key;
+  const char *config, *sizes; /* sizes: canonical "N=1024,M=8" */
+  const char *source;         /* the decision's source ("measured", "explore", ...) */
+  double predicted_s;         /* the decision's expected total (NAN: none) */
+  double kernel_s, h2d_s, d2h_s, timestamp;
+} ht_dispatch_record;
+/* Appends n records in one transaction. */
+ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs, int n);
+/* Calls fn for the newest `newest` records of a computation (0: all), oldest of them first. A
+ * database older than the log has none. fn returns nonzero to stop. */
+typedef int (*ht_dispatch_visit_fn)(const ht_dispatch_record *rec, void *ctx);
+ht_status ht_store_each_dispatch_log(ht_store *st, const char *computation, int64_t newest, ht_dispatch_visit_fn fn,
+                                     void *ctx);
 /* Exports. CSV: one row per evaluation, a header row, parameters as columns when one kernel is
  * selected. T4: the results JSON schema shared by Kernel Tuner, KTT and BAT
  * (schema_version, results[] with timestamp, configuration, times, compile_time, invalidity, ...). */

@@ -27,6 +27,8 @@ static const char *usage =
   "  model kinds|train|eval|show|predict   execution-time models: train, evaluate, inspect\n"
   "  predict SPEC            predicted time of a config (or the fastest configs) from a stored model\n"
   "  gemm M N K              generate, tune and compare a GEMM (vs OpenBLAS/cuBLAS and naive)\n"
+  "  dispatch decide|run|bench|export-cache|explain COMP   choose and run a variant per call\n"
+  "  explain COMP            why a computation chooses the variant it does for a call's sizes\n"
   "\n"
   "Run 'hetune COMMAND --help' for a command's options.\n";
 
@@ -230,7 +232,8 @@ int main(int argc, char **argv) {
                   {"replay", cmd_replay},   {"strategy-bench", cmd_strategy_bench},
                   {"ptx", cmd_ptx},         {"model", cmd_model},   {"predict", cmd_predict},
                   {"gemm", cmd_gemm},
-                  {"bandwidth", cmd_bandwidth}};
+                  {"bandwidth", cmd_bandwidth}, {"dispatch", cmd_dispatch},
+                  {"explain", cmd_explain}};
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;

@@ -30,6 +30,7 @@ typedef struct c_buffer {
   ht_buf_ref ref; /* first: views share their root's memory */
   char *ptr;
   size_t bytes;
+  int borrowed; /* buffer_wrap: the memory is the caller's */
 } c_buffer;
 
 /* ---- argument vectors ---- */
@@ -624,9 +625,23 @@ static void c_buffer_free(ht_device *dev, ht_buffer *buf) {
   c_buffer *root = (c_buffer *)ht_buf_ref_drop(&b->ref);
   if (b->ref.root) free(b); /* a view: its record only */
   if (root) {
-    free(root->ptr);
+    if (!root->borrowed) free(root->ptr);
     free(root);
   }
+}
+
+/* Kernels on this device run on the host: the caller's memory is used in place. */
+static ht_status c_buffer_wrap(ht_device *dev, void *host, size_t bytes, ht_buffer **out) {
+  (void)dev;
+  if (!host && bytes) return ht_error(HT_ERR_INVALID, "buffer_wrap: no memory");
+  c_buffer *b = calloc(1, sizeof *b);
+  if (!b) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_buf_ref_init(&b->ref);
+  b->ptr = host;
+  b->bytes = bytes;
+  b->borrowed = 1;
+  *out = (ht_buffer *)b;
+  return HT_OK;
 }
 
 const ht_backend_ops ht_backend_c = {
@@ -641,7 +656,7 @@ const ht_backend_ops ht_backend_c = {
     .buffer_write = c_buffer_write,
     .buffer_read = c_buffer_read,
     .buffer_free = c_buffer_free,
-    .caps = HT_CAP_ASYNC | HT_CAP_CANCEL | HT_CAP_VIEWS,
+    .caps = HT_CAP_ASYNC | HT_CAP_CANCEL | HT_CAP_VIEWS | HT_CAP_HOST_MEMORY,
     .launch_async = c_launch_async,
     .wait = c_wait,
     .poll = c_poll,
@@ -649,4 +664,5 @@ const ht_backend_ops ht_backend_c = {
     .buffer_view = c_buffer_view,
     .buffer_write_at = c_buffer_write_at,
     .buffer_read_at = c_buffer_read_at,
+    .buffer_wrap = c_buffer_wrap,
 };

@@ -41,6 +41,8 @@ struct ht_run {
   ht_host_arg *args;
   size_t *len; /* elements of each buffer at this call's sizes */
   ht_arg *largs;
+  ht_buffer **bufs; /* the launch's buffers: the variant's, or the caller's memory wrapped */
+  int wrapped;      /* bufs wrap host memory (HT_CAP_HOST_MEMORY): nothing is copied */
   ht_launch launch;
   double t0, h2d;
   int cancelled;
@@ -210,15 +212,33 @@ static ht_status arg_range(const ht_variant *v, int i, const ht_host_arg *a, siz
   return HT_OK;
 }
 
+/* On a device whose kernels use host memory, the caller's buffers themselves. */
+static ht_status wrap_in(ht_run *r) {
+  ht_variant *v = r->v;
+  const ht_spec *s = v->spec;
+  ht_device *dev = v->ex->dev;
+  for (int i = 0; i < s->n_args; i++) {
+    const ht_spec_arg *a = &s->args[i];
+    if (!a->is_buffer) continue;
+    size_t lo, hi, esz = ht_dtype_size(a->type);
+    ht_status st = arg_range(v, i, &r->args[i], r->len[i], &lo, &hi);
+    if (!st) st = dev->ops->buffer_wrap(dev, r->args[i].data, r->len[i] * esz, &r->bufs[i]);
+    if (st) return st;
+  }
+  return HT_OK;
+}
+
 static ht_status copy_in(ht_run *r) {
   ht_variant *v = r->v;
   const ht_spec *s = v->spec;
+  if (r->wrapped) return wrap_in(r);
   for (int i = 0; i < s->n_args; i++) {
     const ht_spec_arg *a = &s->args[i];
     if (!a->is_buffer) continue;
     size_t esz = ht_dtype_size(a->type), lo, hi;
     ht_status st = arg_range(v, i, &r->args[i], r->len[i], &lo, &hi);
     if (!st) st = reserve(v, i, r->len[i] * esz);
+    r->bufs[i] = v->bufs[i];
     if (!st && (a->access & HT_ACCESS_READ) && hi > lo)
       st = ht_exec_copy(v->ex->dev, v->bufs[i], lo * esz, (char *)r->args[i].data + lo * esz, (hi - lo) * esz, 1,
                         &r->h2d);
@@ -231,7 +251,7 @@ static ht_status copy_out(ht_run *r, double *seconds) {
   ht_variant *v = r->v;
   const ht_spec *s = v->spec;
   *seconds = 0;
-  for (int i = 0; i < s->n_args; i++) {
+  for (int i = 0; i < s->n_args && !r->wrapped; i++) {
     const ht_spec_arg *a = &s->args[i];
     if (!a->is_buffer || !(a->access & HT_ACCESS_WRITE)) continue;
     size_t esz = ht_dtype_size(a->type), lo, hi;
@@ -246,6 +266,10 @@ static ht_status copy_out(ht_run *r, double *seconds) {
 
 static void run_free(ht_run *r) {
   if (!r) return;
+  ht_device *dev = r->v ? r->v->ex->dev : NULL;
+  for (int i = 0; r->wrapped && r->bufs && i < r->v->spec->n_args; i++)
+    if (r->bufs[i]) dev->ops->buffer_free(dev, r->bufs[i]);
+  free(r->bufs);
   free(r->args);
   free(r->len);
   free(r->largs);
@@ -266,34 +290,45 @@ static ht_status prepare(ht_run *r, const int64_t *sizes, const ht_run_opts *opt
     st = ht_error(HT_ERR_UNSUPPORTED, "%s: device %s cannot launch at a work offset", s->name, v->ex->dev->info.id);
   if (!st) st = ht_exec_lengths(s, v->vars, r->len);
   if (!st) st = copy_in(r);
-  if (!st && ht_exec_args(s, v->vars, v->bufs, r->largs, msg, sizeof msg)) st = ht_error(HT_ERR_INVALID, "%s", msg);
+  if (!st && ht_exec_args(s, v->vars, r->bufs, r->largs, msg, sizeof msg)) st = ht_error(HT_ERR_INVALID, "%s", msg);
   if (!st) ht_exec_work(s, v->vars, &r->launch);
   r->launch.n_args = s->n_args;
   r->launch.args = r->largs;
   return st;
 }
 
-ht_status ht_variant_start(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
-                           ht_run **out) {
-  if (!v || !args || !out) return ht_error(HT_ERR_INVALID, "ht_variant_start: bad arguments");
-  *out = NULL;
+/* A run's state before its launch; freed by run_free. */
+static ht_status run_new(ht_variant *v, const ht_host_arg *args, const ht_run_opts *opts, ht_run **out) {
   const int n = v->spec->n_args;
   ht_run *r = calloc(1, sizeof *r);
   if (r) {
     r->args = malloc(sizeof *r->args * (size_t)(n + 1));
     r->len = calloc((size_t)n + 1, sizeof *r->len);
     r->largs = calloc((size_t)n + 1, sizeof *r->largs);
+    r->bufs = calloc((size_t)n + 1, sizeof *r->bufs);
   }
-  if (!r || !r->args || !r->len || !r->largs) {
+  if (!r || !r->args || !r->len || !r->largs || !r->bufs) {
     run_free(r);
     return ht_error(HT_ERR_NOMEM, "out of memory");
   }
   memcpy(r->args, args, sizeof *r->args * (size_t)n);
   r->v = v;
+  r->wrapped = (ht_device_caps(v->ex->dev) & HT_CAP_HOST_MEMORY) && v->ex->dev->ops->buffer_wrap && !(opts && opts->copy);
   r->t0 = ht_now();
+  *out = r;
+  return HT_OK;
+}
+
+ht_status ht_variant_start(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
+                           ht_run **out) {
+  if (!v || !args || !out) return ht_error(HT_ERR_INVALID, "ht_variant_start: bad arguments");
+  *out = NULL;
+  ht_run *r;
+  ht_status st = run_new(v, args, opts, &r);
+  if (st) return st;
   acquire(v->ex);
   ht_program *prog = NULL;
-  ht_status st = prepare(r, sizes, opts, &prog);
+  st = prepare(r, sizes, opts, &prog);
   if (!st) st = ht_device_launch_async(v->ex->dev, prog, &r->launch, &r->ev);
   if (st) {
     release(v->ex);
@@ -331,9 +366,24 @@ ht_status ht_run_wait(ht_run *r, ht_run_times *out) {
   return st;
 }
 
+/* Runs in the caller's thread with the device's synchronous launch: no thread to start, and on
+ * "c" the caller's OpenMP thread pool serves every call instead of a new one per launch. */
 ht_status ht_variant_run(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
                          ht_run_times *out) {
+  if (!v || !args) return ht_error(HT_ERR_INVALID, "ht_variant_run: bad arguments");
   ht_run *r;
-  ht_status st = ht_variant_start(v, sizes, args, opts, &r);
-  return st ? st : ht_run_wait(r, out);
+  ht_status st = run_new(v, args, opts, &r);
+  if (st) return st;
+  acquire(v->ex);
+  ht_program *prog = NULL;
+  ht_run_times t = {0};
+  st = prepare(r, sizes, opts, &prog);
+  if (!st) st = v->ex->dev->ops->launch(v->ex->dev, prog, &r->launch, &t.kernel_s);
+  if (!st) st = copy_out(r, &t.d2h_s);
+  t.h2d_s = r->h2d;
+  t.wall_s = ht_now() - r->t0;
+  release(v->ex);
+  run_free(r);
+  if (out) *out = t;
+  return st;
 }

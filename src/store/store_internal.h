@@ -11,7 +11,7 @@
  * tables without our id, marks a file as someone else's and we never touch it. */
 #define HTS_APP_ID 0x4854756e
 /* PRAGMA user_version written by the newest migration this build knows. */
-#define HTS_SCHEMA_VERSION 3
+#define HTS_SCHEMA_VERSION 4
 
 /* Hot-path statements, prepared once and kept for the life of the store. Queries whose callbacks
  * may re-enter the store (each_eval, each_session, exports) prepare their own statements. */
@@ -83,6 +83,8 @@ ht_status hts_migrate(ht_store *st);
 
 /* Rows (store_eval.c). */
 double hts_col_double(sqlite3_stmt *s, int col); /* NULL -> NAN */
+/* 1 when the database has the table (a read-only file of an older schema may lack newer ones). */
+int hts_has_table(ht_store *st, const char *name);
 const char *hts_col_text(sqlite3_stmt *s, int col); /* NULL -> "" */
 void hts_row_result(sqlite3_stmt *s, int col, ht_result *r);
 /* "2024-05-01T12:34:56.789Z" (UTC). */

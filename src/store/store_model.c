@@ -30,14 +30,6 @@ ht_status ht_store_put_model(ht_store *st, const ht_model_record *rec, int64_t *
   return r;
 }
 
-static int has_models_table(ht_store *st) {
-  sqlite3_stmt *s;
-  if (hts_prepare(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'models'", &s)) return 0;
-  int found = sqlite3_step(s) == SQLITE_ROW;
-  sqlite3_finalize(s);
-  return found;
-}
-
 static const char *col_text(sqlite3_stmt *s, int i) { return (const char *)sqlite3_column_text(s, i); }
 
 static void read_record(sqlite3_stmt *s, ht_model_record *rec) {
@@ -59,7 +51,7 @@ static void read_record(sqlite3_stmt *s, ht_model_record *rec) {
 
 ht_status ht_store_each_model(ht_store *st, const char *name, const char *kernel_name, ht_model_visit_fn fn,
                               void *ctx) {
-  if (!has_models_table(st)) return HT_OK;
+  if (!hts_has_table(st, "models")) return HT_OK;
   sqlite3_stmt *s;
   ht_status r = hts_prepare(st,
                             "SELECT id, name, kind, options, kernel_name, source_hash, device_id, spec_path, n_rows,"

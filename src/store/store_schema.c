@@ -56,6 +56,13 @@ static const char *const migrations[] = {
      * died without ending it (kill -9, a lost node) is marked interrupted by the next opener. */
     ("ALTER TABLE sessions ADD COLUMN pid INTEGER;"
      "ALTER TABLE sessions ADD COLUMN pid_start INTEGER;"),
+    /* 4: every call a computation ran (per-call dispatch): what was decided, expected and measured,
+     * so a program learns from the runs of the ones before it. */
+    "CREATE TABLE dispatch_log ("
+    " id INTEGER PRIMARY KEY, computation TEXT NOT NULL, variant TEXT NOT NULL, variant_key TEXT NOT NULL,"
+    " config TEXT NOT NULL, sizes TEXT NOT NULL, source TEXT NOT NULL, predicted_s REAL,"
+    " kernel_s REAL NOT NULL, h2d_s REAL NOT NULL, d2h_s REAL NOT NULL, timestamp REAL NOT NULL);"
+    "CREATE INDEX dispatch_log_computation ON dispatch_log (computation, id);",
 };
 
 /* The tables each schema version has, in the version that added them: a file missing one is
@@ -64,7 +71,8 @@ static const struct {
   int version;
   const char *table;
 } required_tables[] = {{1, "hetune_meta"}, {1, "schema_history"}, {1, "devices"},  {1, "kernels"},
-                       {1, "problems"},    {1, "sessions"},       {1, "evaluations"}, {2, "models"}};
+                       {1, "problems"},    {1, "sessions"},       {1, "evaluations"}, {2, "models"},
+                       {4, "dispatch_log"}};
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(N_MIGRATIONS == HTS_SCHEMA_VERSION, "one migration per schema version");
 

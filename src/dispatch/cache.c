@@ -1,0 +1,76 @@
+/* The in-memory decision cache: open addressing with linear probing, keys hashed from the size
+ * bucket, so a warm decision is one multiply, a probe or two and a copy. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch/dispatch_internal.h"
+
+static uint32_t home(const htd_cache *c, uint64_t key) {
+  return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (c->cap - 1);
+}
+
+void htd_cache_free(htd_cache *c) {
+  free(c->slots);
+  memset(c, 0, sizeof *c);
+}
+
+void htd_cache_clear(htd_cache *c) {
+  if (c->slots) memset(c->slots, 0, sizeof *c->slots * c->cap);
+  c->used = 0;
+}
+
+const ht_decision *htd_cache_get(const htd_cache *c, uint64_t key) {
+  if (!c->used) return NULL;
+  for (uint32_t i = home(c, key);; i = (i + 1) & (c->cap - 1)) {
+    if (c->slots[i].key == key) return &c->slots[i].d;
+    if (!c->slots[i].key) return NULL;
+  }
+}
+
+static void insert(htd_cache *c, uint64_t key, const ht_decision *d) {
+  uint32_t i = home(c, key);
+  while (c->slots[i].key && c->slots[i].key != key) i = (i + 1) & (c->cap - 1);
+  if (!c->slots[i].key) c->used++;
+  c->slots[i].key = key;
+  c->slots[i].d = *d;
+}
+
+static ht_status grow(htd_cache *c) {
+  htd_cache bigger = {calloc(c->cap ? 2 * (size_t)c->cap : 64, sizeof(htd_slot)), c->cap ? 2 * c->cap : 64, 0};
+  if (!bigger.slots) return ht_error(HT_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; i < c->cap; i++)
+    if (c->slots[i].key) insert(&bigger, c->slots[i].key, &c->slots[i].d);
+  free(c->slots);
+  *c = bigger;
+  return HT_OK;
+}
+
+ht_status htd_cache_put(htd_cache *c, uint64_t key, const ht_decision *d) {
+  if (2 * (c->used + 1) > c->cap) {
+    ht_status st = grow(c);
+    if (st) return st;
+  }
+  insert(c, key, d);
+  return HT_OK;
+}
+
+/* Backward-shift deletion keeps every probe chain unbroken without tombstones. */
+void htd_cache_drop(htd_cache *c, uint64_t key) {
+  if (!c->used) return;
+  uint32_t i = home(c, key), mask = c->cap - 1;
+  while (c->slots[i].key != key) {
+    if (!c->slots[i].key) return;
+    i = (i + 1) & mask;
+  }
+  c->slots[i].key = 0;
+  c->used--;
+  for (uint32_t j = (i + 1) & mask; c->slots[j].key; j = (j + 1) & mask) {
+    uint32_t h = home(c, c->slots[j].key);
+    /* the entry at j may move to the hole at i when its home is not cyclically in (i, j] */
+    if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+      c->slots[i] = c->slots[j];
+      c->slots[j].key = 0;
+      i = j;
+    }
+  }
+}

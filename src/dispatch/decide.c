@@ -1,0 +1,281 @@
+/* Deciding and running: the static cache, then the in-memory cache, then the selector over every
+ * variant's estimate; exploration of close or unknown variants; the run on the caller's buffers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch/dispatch_internal.h"
+#include "hetune/model.h"
+
+/* ---- estimates ---- */
+
+static double model_kernel_s(ht_computation *c, int vi, const int64_t *sizes) {
+  htd_variant *v = &c->v[vi];
+  if (!v->model) return NAN;
+  const char *config = htd_config_for(c, vi, sizes);
+  ht_value params[HT_MAX_PARAMS];
+  double x[HT_MODEL_MAX_FEATURES];
+  if (ht_features_parse_config(v->spec, config, params, "dispatch") ||
+      ht_features_compute(v->model_fs, sizes, params, x))
+    return NAN;
+  return ht_model_predict(v->model, x);
+}
+
+void htd_estimate_variant(ht_computation *c, int vi, const int64_t *sizes, uint64_t bucket, int prefer_model,
+                          htd_estimate *out) {
+  htd_variant *v = &c->v[vi];
+  int exact;
+  double lo, hi, work = htd_work(v->spec, sizes);
+  double t = htd_history_estimate(&v->hist, work, bucket, &exact, &lo, &hi);
+  *out = (htd_estimate){NAN, NAN, NAN, NAN, NAN, HT_SRC_HISTORY, 0};
+  if (isfinite(t) && (exact || !prefer_model || !v->model)) {
+    double f = exact ? 1 : v->correction;
+    *out = (htd_estimate){NAN, NAN, t * f, lo * f, hi * f, exact ? HT_SRC_MEASURED : HT_SRC_HISTORY, 1};
+    return;
+  }
+  double k = model_kernel_s(c, vi, sizes);
+  if (!isfinite(k)) return;
+  double tr = htd_transfer_s(c, vi, sizes);
+  *out = (htd_estimate){k, tr, (k + tr) * v->correction, NAN, NAN, HT_SRC_MODEL, 1};
+}
+
+int htd_choose_fastest(ht_computation *c, const int64_t *sizes, int prefer_model, htd_estimate *est) {
+  int64_t rep[HTD_MAX_SIZES];
+  uint64_t key = htd_bucket(c, sizes, rep);
+  for (int i = 0; i < c->n_variants; i++) htd_estimate_variant(c, i, sizes, key, prefer_model, &est[i]);
+  for (int i = 0; i < c->n_variants; i++)
+    if (!est[i].calibrated) { /* nothing known: run it once (StarPU calibrates the same way) */
+      est[i].source = HT_SRC_EXPLORE;
+      return i;
+    }
+  return htd_argmin(est, c->n_variants, NULL);
+}
+
+int htd_argmin(const htd_estimate *est, int n, int *runner_up) {
+  int best = -1, second = -1;
+  for (int i = 0; i < n; i++) {
+    if (!est[i].calibrated) continue;
+    if (best < 0 || est[i].total_s < est[best].total_s) second = best, best = i;
+    else if (second < 0 || est[i].total_s < est[second].total_s) second = i;
+  }
+  if (runner_up) *runner_up = second;
+  return best;
+}
+
+/* ---- configs ---- */
+
+const char *htd_config_for(ht_computation *c, int vi, const int64_t *sizes) {
+  htd_variant *v = &c->v[vi];
+  if (!v->best) return v->config;
+  /* the tuned best of the nearest size tuned (by work) */
+  double work = htd_work(v->spec, sizes), best_d = INFINITY;
+  const char *config = v->fixed_config;
+  for (int i = 0; i < v->n_tuned; i++) {
+    double d = fabs(log(v->tuned[i].work / work));
+    if (d < best_d) best_d = d, config = v->tuned[i].config;
+  }
+  return config;
+}
+
+static ht_status variant_for(ht_computation *c, int vi, const char *config, ht_variant **out) {
+  htd_variant *v = &c->v[vi];
+  for (int i = 0; i < v->n_runs; i++)
+    if (!strcmp(v->runs[i].config, config)) return *out = v->runs[i].run, HT_OK;
+  htd_config_run *runs = realloc(v->runs, sizeof *runs * (size_t)(v->n_runs + 1));
+  if (!runs) return ht_error(HT_ERR_NOMEM, "out of memory");
+  v->runs = runs;
+  ht_status st = ht_variant_create(v->ex, v->spec, config, out);
+  if (st) return ht_error_prefix(st, "%s: variant %d (%s): ", c->name, vi, v->label);
+  if (!(runs[v->n_runs].config = ht_strdup(config))) {
+    ht_variant_destroy(*out);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  runs[v->n_runs++].run = *out;
+  return HT_OK;
+}
+
+/* ---- deciding ---- */
+
+static int static_find(const ht_computation *c, uint64_t key) {
+  int lo = 0, hi = c->n_statics - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (c->statics[mid].key == key) return mid;
+    if (c->statics[mid].key < key) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+static int from_static(const ht_computation *c, uint64_t key, ht_decision *out) {
+  int i = c->n_statics ? static_find(c, key) : -1;
+  if (i < 0 || c->statics[i].variant < 0 || c->statics[i].variant >= c->n_variants) return 0;
+  const ht_static_entry *e = &c->statics[i];
+  *out = (ht_decision){.variant = e->variant, .config = e->config, .pred_kernel_s = NAN, .pred_transfer_s = NAN,
+                       .pred_total_s = (double)e->time_ns * 1e-9, .band_lo = NAN, .band_hi = NAN,
+                       .runner_up = -1, .source = HT_SRC_STATIC};
+  return 1;
+}
+
+/* Bands overlap, or, without bands, the runner-up is within 10%. */
+static int is_close(const htd_estimate *w, const htd_estimate *r) {
+  if (isfinite(w->hi) && isfinite(r->lo)) return r->lo <= w->hi;
+  return r->total_s <= 1.1 * w->total_s;
+}
+
+static ht_status full_decision(ht_computation *c, const int64_t *rep, uint64_t key, ht_decision *out) {
+  htd_estimate est[HTD_MAX_VARIANTS];
+  int w = c->selector->choose(c, rep, est);
+  if (w < 0) return HT_ERR_INVALID; /* the selector set the message */
+  int second;
+  htd_argmin(est, c->n_variants, &second);
+  if (second == w) second = -1;
+  if (second < 0) /* the runner-up of the others, when the winner was not the argmin */
+    for (int i = 0; i < c->n_variants; i++)
+      if (i != w && est[i].calibrated && (second < 0 || est[i].total_s < est[second].total_s)) second = i;
+  const htd_estimate *e = &est[w];
+  *out = (ht_decision){.variant = w, .config = htd_config_for(c, w, rep), .pred_kernel_s = e->kernel_s,
+                       .pred_transfer_s = e->transfer_s, .pred_total_s = e->total_s, .band_lo = e->lo,
+                       .band_hi = e->hi, .runner_up = second, .source = e->source};
+  out->close = second >= 0 && e->calibrated && is_close(e, &est[second]);
+  out->runner_up_total_s = second >= 0 ? est[second].total_s : NAN;
+  if (e->source == HT_SRC_EXPLORE) return HT_OK; /* tried once, then decided on what it showed */
+  return htd_cache_put(&c->cache, key, out);
+}
+
+/* 000's "explore the runner-up" with a regret bound: only when the two are close and the runner-up
+ * is expected within regret_cap of the winner, with a probability that falls as it is repeated. */
+static void maybe_explore(ht_computation *c, ht_decision *d) {
+  if (!d->close || d->runner_up < 0 || c->explore <= 0) return;
+  if (!(d->runner_up_total_s <= c->regret_cap * d->pred_total_s)) return;
+  htd_variant *r = &c->v[d->runner_up];
+  double p = c->explore / sqrt(1.0 + r->explored);
+  if (ht_rng_uniform(&c->rng) >= p) return;
+  r->explored++;
+  d->variant = d->runner_up;
+  d->pred_total_s = d->runner_up_total_s;
+  d->band_lo = d->band_hi = NAN;
+  d->source = HT_SRC_EXPLORE;
+}
+
+static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *out, uint64_t *key_out) {
+  int64_t t0 = ht_now_ns(), rep[HTD_MAX_SIZES];
+  uint64_t key = htd_bucket(c, sizes, rep);
+  *key_out = key;
+  ht_status st = HT_OK;
+  int is_static = from_static(c, key, out);
+  const ht_decision *hit = is_static ? NULL : htd_cache_get(&c->cache, key);
+  if (hit) {
+    *out = *hit;
+    out->source = HT_SRC_CACHED;
+  } else if (!is_static) {
+    st = full_decision(c, rep, key, out);
+  }
+  if (!st && out->source != HT_SRC_EXPLORE) maybe_explore(c, out);
+  if (!st && out->source == HT_SRC_EXPLORE) out->config = htd_config_for(c, out->variant, rep);
+  out->decide_ns = (double)(ht_now_ns() - t0);
+  return st;
+}
+
+static ht_status check_call(const ht_computation *c, const int64_t *sizes, ht_decision *out) {
+  if (!c || !sizes || !out) return ht_error(HT_ERR_INVALID, "dispatch: bad arguments (computation, sizes, decision)");
+  if (!c->finished) return ht_error(HT_ERR_INVALID, "%s: call ht_computation_finish before deciding", c->name);
+  for (int i = 0; i < c->spec0->n_sizes; i++)
+    if (sizes[i] < 0)
+      return ht_error(HT_ERR_INVALID, "%s: size %s = %lld is negative", c->name, c->spec0->size_names[i],
+                      (long long)sizes[i]);
+  return HT_OK;
+}
+
+ht_status ht_computation_decide(ht_computation *c, const int64_t *sizes, ht_decision *out) {
+  uint64_t key;
+  ht_status st = check_call(c, sizes, out);
+  return st ? st : decide(c, sizes, out, &key);
+}
+
+/* ---- running ---- */
+
+static ht_status run_one(ht_computation *c, int vi, const char *config, const int64_t *sizes,
+                         const ht_host_arg *args, ht_run_times *t) {
+  ht_variant *run;
+  ht_status st = variant_for(c, vi, config, &run);
+  if (!st) st = ht_variant_run(run, sizes, args, NULL, t);
+  return st ? ht_error_prefix(st, "%s: running variant %d (%s): ", c->name, vi, c->v[vi].label) : HT_OK;
+}
+
+ht_status ht_computation_run(ht_computation *c, const int64_t *sizes, const ht_host_arg *args, ht_decision *out,
+                             ht_run_times *times) {
+  ht_decision d;
+  uint64_t key;
+  ht_status st = check_call(c, sizes, &d);
+  if (!st && !args) st = ht_error(HT_ERR_INVALID, "%s: no arguments", c->name);
+  if (!st) st = decide(c, sizes, &d, &key);
+  ht_run_times t;
+  if (!st) st = run_one(c, d.variant, d.config, sizes, args, &t);
+  if (st) return st;
+  htd_feedback(c, d.variant, sizes, &d, &t);
+  if (out) *out = d;
+  if (times) *times = t;
+  return HT_OK;
+}
+
+ht_status ht_computation_run_variant(ht_computation *c, int variant, const int64_t *sizes, const ht_host_arg *args,
+                                     ht_run_times *times) {
+  ht_decision unused;
+  ht_status st = check_call(c, sizes, &unused);
+  if (!st && (variant < 0 || variant >= c->n_variants))
+    st = ht_error(HT_ERR_INVALID, "%s: no variant %d (it has %d)", c->name, variant, c->n_variants);
+  if (!st && !args) st = ht_error(HT_ERR_INVALID, "%s: no arguments", c->name);
+  int64_t rep[HTD_MAX_SIZES];
+  if (!st) htd_bucket(c, sizes, rep);
+  ht_run_times t;
+  if (!st) st = run_one(c, variant, htd_config_for(c, variant, rep), sizes, args, &t);
+  if (st) return st;
+  htd_feedback(c, variant, sizes, NULL, &t);
+  if (times) *times = t;
+  return HT_OK;
+}
+
+ht_status ht_computation_set_static_cache(ht_computation *c, const ht_static_entry *entries, int n) {
+  if (!c || (n && !entries) || n < 0) return ht_error(HT_ERR_INVALID, "ht_computation_set_static_cache: bad arguments");
+  for (int i = 1; i < n; i++)
+    if (entries[i].key <= entries[i - 1].key)
+      return ht_error(HT_ERR_INVALID, "%s: static cache entry %d is out of order (keys must increase)", c->name, i);
+  for (int i = 0; i < n; i++)
+    if (entries[i].variant < 0 || entries[i].variant >= c->n_variants || !entries[i].config)
+      return ht_error(HT_ERR_INVALID, "%s: static cache entry %d names variant %d; the computation has %d", c->name, i,
+                      entries[i].variant, c->n_variants);
+  c->statics = entries;
+  c->n_statics = n;
+  return HT_OK;
+}
+
+/* ---- explaining ---- */
+
+static void recent_samples(const htd_point *p, int window, ht_variant_estimate *e) {
+  int n = p->n < 8 ? p->n : 8;
+  for (int i = 0; i < n; i++) e->recent[i] = p->samples[((p->next - n + i) % window + window) % window];
+  e->n_recent = n;
+}
+
+ht_status ht_computation_estimate(ht_computation *c, const int64_t *sizes, ht_variant_estimate *out) {
+  ht_decision unused;
+  ht_status st = check_call(c, sizes, &unused);
+  if (st || !out) return st ? st : ht_error(HT_ERR_INVALID, "ht_computation_estimate: out is NULL");
+  int64_t rep[HTD_MAX_SIZES];
+  uint64_t key = htd_bucket(c, sizes, rep);
+  int prefer_model = !strcmp(c->selector->name, "model");
+  for (int i = 0; i < c->n_variants; i++) {
+    const htd_variant *v = &c->v[i];
+    htd_estimate e;
+    htd_estimate_variant(c, i, rep, key, prefer_model, &e);
+    out[i] = (ht_variant_estimate){.config = htd_config_for(c, i, rep), .kernel_s = e.kernel_s,
+                                   .transfer_s = e.transfer_s, .total_s = e.total_s, .band_lo = e.lo,
+                                   .band_hi = e.hi, .source = e.calibrated ? e.source : HT_SRC_EXPLORE,
+                                   .correction = v->correction, .n_sizes_measured = v->hist.n,
+                                   .has_model = v->model != NULL};
+    const htd_point *p = htd_history_find(&v->hist, key);
+    if (p) recent_samples(p, c->window, &out[i]);
+  }
+  return HT_OK;
+}

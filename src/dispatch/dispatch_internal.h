@@ -1,0 +1,190 @@
+/* Shared between the dispatch layer's files; not installed. */
+#ifndef HETUNE_DISPATCH_INTERNAL_H
+#define HETUNE_DISPATCH_INTERNAL_H
+
+#include <stdint.h>
+
+#include "hetune/dispatch.h"
+#include "hetune/expr.h"
+#include "hetune/measure.h"
+#include "hetune/model.h"
+
+enum { HTD_MAX_VARIANTS = 32, HTD_WINDOW_MAX = 64, HTD_MAX_SIZES = 8 };
+
+/* Measured times of one variant at one call size (the size's bucket representative): the newest
+ * samples in a ring, their median kept up to date. */
+typedef struct htd_point {
+  double work;     /* the call's work (the spec's flops, or the product of the sizes) */
+  uint64_t bucket; /* hash of the bucketed sizes */
+  int64_t rep[HTD_MAX_SIZES]; /* the bucket's representative sizes */
+  int n, next;     /* samples held (<= window), next slot to write */
+  double samples[HTD_WINDOW_MAX];
+  double median;
+  int from_store;  /* 1: kernel times of tuning runs (+ modelled transfers), 0: calls measured here */
+} htd_point;
+
+/* What a variant is known to take: its measured points, sorted by work. */
+typedef struct htd_history {
+  int n, cap;
+  htd_point *pts;
+} htd_history;
+
+/* The concrete configs a "best" variant has run with (one ht_variant each). */
+typedef struct htd_config_run {
+  char *config;
+  ht_variant *run;
+} htd_config_run;
+
+/* A config tuned for one size (from the store): what a "best" variant runs near that size. */
+typedef struct htd_tuned {
+  double work;
+  char *config;
+} htd_tuned;
+
+typedef struct htd_variant {
+  const ht_spec *spec;
+  ht_spec *owned_spec;   /* loaded from a computation file */
+  char *device_id, *config; /* config: as given ("best" or a config text) */
+  int best;              /* config "best": the stored best config for the call's size */
+  ht_exec *ex;           /* shared by the variants of one device (owned by the computation) */
+  char label[192];
+  char key[128];         /* the variant across programs: kernel identity/device fingerprint/config */
+  htd_history hist;
+  htd_config_run *runs;
+  int n_runs;
+  char *fixed_config;    /* best: the config used when the store knows none for the size */
+  htd_tuned *tuned;      /* best: the tuned configs by size */
+  int n_tuned;
+  /* drift: the last ratios measured / expected */
+  double ratio[8];
+  int n_ratio, next_ratio;
+  int explored;          /* times run as an exploration */
+  double correction;     /* bias factor applied to predictions that are not measurements (1: none) */
+  ht_model *model;       /* a stored model of this kernel on this device (NULL: none) */
+  void *model_fs;        /* its feature set (ht_feature_set *) */
+} htd_variant;
+
+/* One decision cache slot. */
+typedef struct htd_slot {
+  uint64_t key; /* 0: empty */
+  ht_decision d;
+} htd_slot;
+
+typedef struct htd_cache {
+  htd_slot *slots;
+  uint32_t cap, used; /* cap: a power of two */
+} htd_cache;
+
+typedef enum htd_bucket_kind { HTD_BUCKET_EXACT = 0, HTD_BUCKET_LOG2, HTD_BUCKET_DECADE } htd_bucket_kind;
+
+/* A selector: estimates every variant's time for a call and picks one (one per file, registered in
+ * selector.c). */
+typedef struct htd_estimate {
+  double kernel_s, transfer_s, total_s, lo, hi; /* NAN when unknown */
+  ht_decision_source source;
+  int calibrated; /* 0: nothing is known of the variant's time */
+} htd_estimate;
+
+typedef struct htd_selector_ops {
+  const char *name;
+  const char *summary;
+  /* Fills est[i] for every variant at sizes (the bucket representative); returns the chosen index,
+   * or -1 with an error set. A selector that needs no estimates may leave them unknown. */
+  int (*choose)(ht_computation *c, const int64_t *sizes, htd_estimate *est);
+} htd_selector_ops;
+
+const htd_selector_ops *htd_selector_find(const char *name);
+/* "history, model, rule" for messages */
+const char *htd_selector_names(void);
+
+/* One logged call, written to the store in batches. */
+typedef struct htd_log_entry {
+  int variant;
+  char source;
+  uint64_t bucket;
+  int64_t sizes[HTD_MAX_SIZES];
+  double pred_total_s, kernel_s, h2d_s, d2h_s, when;
+  const char *config; /* owned by the variant's runs */
+} htd_log_entry;
+
+struct ht_computation {
+  char *name;
+  ht_store *st;
+  int finished;
+  int n_variants;
+  htd_variant v[HTD_MAX_VARIANTS];
+  int n_ex;
+  ht_exec *ex[HTD_MAX_VARIANTS];
+  const ht_spec *spec0; /* the first variant's spec: sizes and arguments every variant shares */
+  /* options */
+  const htd_selector_ops *selector;
+  htd_bucket_kind bucket;
+  int window;
+  double drift, explore, regret_cap;
+  ht_expr *rule; /* selector "rule": an expression of the sizes giving a variant index */
+  char *rule_text;
+  uint64_t seed;
+  ht_rng rng;
+  uint64_t identity; /* hash of the name, variants and device fingerprints */
+  htd_cache cache;
+  const ht_static_entry *statics;
+  int n_statics;
+  /* the log */
+  htd_log_entry *log;
+  int n_log, cap_log;
+  int64_t calls;
+};
+
+/* ---- computation.c ---- */
+int64_t htd_bucket_rep(int kind, int64_t n);
+/* The bucketed sizes into rep (the bucket's representative) and its hash. */
+uint64_t htd_bucket(const ht_computation *c, const int64_t *sizes, int64_t *rep);
+/* The call's work at sizes: the spec's flops expression, or the product of the sizes. */
+double htd_work(const ht_spec *spec, const int64_t *sizes);
+/* Seconds to copy the buffers a variant reads in and writes out at sizes (0 on host devices). */
+double htd_transfer_s(const ht_computation *c, int v, const int64_t *sizes);
+
+/* ---- history.c ---- */
+void htd_history_free(htd_history *h);
+/* Adds a measured time at (work, bucket); window: samples kept. Returns the point. */
+htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const int64_t *rep, double seconds, int window,
+                           int from_store);
+htd_point *htd_history_find(const htd_history *h, uint64_t bucket);
+/* The time at work, interpolated in log-log between the nearest points (extrapolated along the
+ * nearest two; one point scales by work). *exact: 1 when a point of this bucket answered. NAN
+ * when there is no point. lo/hi: the band from the neighbours' sample spread. */
+double htd_history_estimate(const htd_history *h, double work, uint64_t bucket, int *exact, double *lo, double *hi);
+/* Multiplies every sample by f (a device that became faster or slower). */
+void htd_history_scale(htd_history *h, double f);
+
+/* ---- cache.c ---- */
+void htd_cache_free(htd_cache *c);
+const ht_decision *htd_cache_get(const htd_cache *c, uint64_t key);
+ht_status htd_cache_put(htd_cache *c, uint64_t key, const ht_decision *d);
+void htd_cache_drop(htd_cache *c, uint64_t key);
+void htd_cache_clear(htd_cache *c);
+
+/* ---- decide.c ---- */
+/* The estimate of variant v at sizes from what is measured (history) or modelled, with transfers. */
+void htd_estimate_variant(ht_computation *c, int v, const int64_t *sizes, uint64_t bucket, int prefer_model,
+                          htd_estimate *out);
+/* Estimates every variant (est[i]) and picks the fastest; an uncalibrated variant is picked first,
+ * to be measured (source HT_SRC_EXPLORE). prefer_model: a model answers before interpolation. */
+int htd_choose_fastest(ht_computation *c, const int64_t *sizes, int prefer_model, htd_estimate *est);
+/* The config variant v runs at sizes (its own, or the best known for the size). */
+const char *htd_config_for(ht_computation *c, int v, const int64_t *sizes);
+int htd_argmin(const htd_estimate *est, int n, int *runner_up);
+
+/* ---- tuned.c ---- */
+/* Checks a variant's config on its device and puts it in canonical form; sets label and key. */
+ht_status htd_variant_prepare(ht_computation *c, int v);
+/* The store's tuned configs, measured kernel times and models of every variant. */
+ht_status htd_tuned_load(ht_computation *c);
+
+/* ---- feedback.c ---- */
+/* Records a run of variant v (what the decision expected in d, NULL for calibration runs). */
+void htd_feedback(ht_computation *c, int v, const int64_t *sizes, const ht_decision *d, const ht_run_times *t);
+/* Reads earlier runs of the computation's variants from the store into their histories. */
+ht_status htd_history_load(ht_computation *c);
+
+#endif

@@ -1,0 +1,178 @@
+/* Learning from every call: measured times join the variant's history (measured pairs win over
+ * predictions), predictions that keep missing are corrected by the median ratio, a device whose
+ * speed changed (drift) has its whole history rescaled and the cached decisions dropped, and every
+ * call is logged in the store, in batches, for the programs that come after. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch/dispatch_internal.h"
+#include "hetune/model.h"
+
+enum { LOG_BATCH = 4096, DRIFT_CALLS = 5, DRIFT_OUTSIDE = 3 };
+
+/* ---- drift and bias ---- */
+
+static void push_ratio(htd_variant *v, double r) {
+  v->ratio[v->next_ratio] = r;
+  v->next_ratio = (v->next_ratio + 1) % DRIFT_CALLS;
+  if (v->n_ratio < DRIFT_CALLS) v->n_ratio++;
+}
+
+/* The factor the device's speed changed by, when DRIFT_OUTSIDE of the last DRIFT_CALLS ratios fall
+ * beyond the drift factor on the same side; 0 otherwise. */
+static double drift_factor(const ht_computation *c, const htd_variant *v) {
+  double up[DRIFT_CALLS], down[DRIFT_CALLS];
+  int n_up = 0, n_down = 0;
+  for (int i = 0; i < v->n_ratio; i++) {
+    if (v->ratio[i] > c->drift) up[n_up++] = v->ratio[i];
+    if (v->ratio[i] < 1 / c->drift) down[n_down++] = v->ratio[i];
+  }
+  if (n_up >= DRIFT_OUTSIDE) return ht_stat_median(up, n_up);
+  if (n_down >= DRIFT_OUTSIDE) return ht_stat_median(down, n_down);
+  return 0;
+}
+
+/* Keeps the newest k samples of p (those of the device as it is now). */
+static void keep_newest(htd_point *p, int k, int window) {
+  double keep[HTD_WINDOW_MAX];
+  int n = k < p->n ? k : p->n;
+  for (int i = 0; i < n; i++) keep[i] = p->samples[((p->next - n + i) % window + window) % window];
+  memcpy(p->samples, keep, sizeof keep[0] * (size_t)n);
+  p->n = n;
+  p->next = n % window;
+  p->median = ht_stat_median(keep, n);
+}
+
+static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f) {
+  int newest = now ? (now->n < DRIFT_OUTSIDE ? now->n : DRIFT_OUTSIDE) : 0;
+  double saved[HTD_WINDOW_MAX];
+  int n_saved = now ? now->n : 0;
+  if (now) memcpy(saved, now->samples, sizeof saved[0] * (size_t)n_saved);
+  htd_history_scale(&v->hist, f);
+  if (now) {
+    memcpy(now->samples, saved, sizeof saved[0] * (size_t)n_saved); /* its newest are already the new speed */
+    keep_newest(now, newest, c->window);
+  }
+  v->n_ratio = v->next_ratio = 0;
+  v->correction = 1;
+  htd_cache_clear(&c->cache);
+  ht_log(2, "%s: %s changed speed by %.2fx: history rescaled, decisions dropped", c->name, v->label, f);
+}
+
+/* ---- the log ---- */
+
+static void log_call(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const char *config,
+                     const ht_run_times *t) {
+  if (!c->st) return;
+  if (c->n_log == c->cap_log) {
+    int cap = c->cap_log ? 2 * c->cap_log : 256;
+    htd_log_entry *l = realloc(c->log, sizeof *l * (size_t)cap);
+    if (!l) return; /* the call ran; only its log line is lost */
+    c->log = l;
+    c->cap_log = cap;
+  }
+  htd_log_entry *e = &c->log[c->n_log++];
+  e->variant = vi;
+  e->source = d ? (char)d->source : (char)HT_SRC_EXPLORE;
+  memcpy(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
+  e->pred_total_s = d ? d->pred_total_s : NAN;
+  e->kernel_s = t->kernel_s;
+  e->h2d_s = t->h2d_s;
+  e->d2h_s = t->d2h_s;
+  e->when = ht_wall_time();
+  e->config = config;
+  if (c->n_log >= LOG_BATCH && ht_computation_flush(c))
+    ht_log(1, "%s: logging calls: %s", c->name, ht_last_error());
+}
+
+static void sizes_text(const ht_spec *s, const int64_t *sizes, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int i = 0; i < s->n_sizes && at < len; i++)
+    at += (size_t)snprintf(buf + at, len - at, "%s%s=%lld", i ? "," : "", s->size_names[i], (long long)sizes[i]);
+}
+
+ht_status ht_computation_flush(ht_computation *c) {
+  if (!c) return ht_error(HT_ERR_INVALID, "ht_computation_flush: no computation");
+  if (!c->st || !c->n_log) return HT_OK;
+  ht_dispatch_record *recs = calloc((size_t)c->n_log, sizeof *recs);
+  char (*sizes)[160] = calloc((size_t)c->n_log, sizeof *sizes);
+  ht_status st = recs && sizes ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; !st && i < c->n_log; i++) {
+    const htd_log_entry *e = &c->log[i];
+    const htd_variant *v = &c->v[e->variant];
+    sizes_text(c->spec0, e->sizes, sizes[i], sizeof sizes[i]);
+    recs[i] = (ht_dispatch_record){c->name, v->label, v->key, e->config, sizes[i],
+                                   ht_decision_source_name((ht_decision_source)e->source), e->pred_total_s,
+                                   e->kernel_s, e->h2d_s, e->d2h_s, e->when};
+  }
+  if (!st) st = ht_store_put_dispatch_log(c->st, recs, c->n_log);
+  if (!st) c->n_log = 0;
+  free(recs);
+  free(sizes);
+  return st;
+}
+
+/* ---- feedback ---- */
+
+void htd_feedback(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const ht_run_times *t) {
+  htd_variant *v = &c->v[vi];
+  int64_t rep[HTD_MAX_SIZES];
+  uint64_t key = htd_bucket(c, sizes, rep);
+  double total = t->kernel_s + t->h2d_s + t->d2h_s;
+  const char *config = d ? d->config : htd_config_for(c, vi, rep);
+  log_call(c, vi, sizes, d, config, t);
+  htd_point *before = htd_history_find(&v->hist, key);
+  int was_measured = before && !before->from_store;
+  double expected = was_measured ? before->median : d && d->variant == vi ? d->pred_total_s : NAN;
+  htd_point *p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
+  if (!p) return;
+  if (isfinite(expected) && expected > 0) {
+    push_ratio(v, total / expected);
+    double f = drift_factor(c, v);
+    if (f > 0) return on_drift(c, v, p, f);
+    if (!was_measured && v->n_ratio >= 3) { /* bias of what was predicted, not measured */
+      double tmp[DRIFT_CALLS];
+      memcpy(tmp, v->ratio, sizeof tmp[0] * (size_t)v->n_ratio);
+      v->correction = ht_stat_median(tmp, v->n_ratio);
+    }
+  }
+  /* A decision made on a prediction is made again on the measurement; one made on a measurement
+   * stands while the winner's time stays within the drift factor of what it expected. */
+  const ht_decision *cached = htd_cache_get(&c->cache, key);
+  if (cached && (cached->source != HT_SRC_MEASURED || cached->variant != vi ||
+                 !(p->median <= c->drift * cached->pred_total_s && p->median * c->drift >= cached->pred_total_s) ||
+                 (cached->runner_up >= 0 && p->median > cached->runner_up_total_s)))
+    htd_cache_drop(&c->cache, key);
+}
+
+/* ---- history from the store ---- */
+
+typedef struct load_ctx {
+  ht_computation *c;
+  ht_status st;
+} load_ctx;
+
+static int from_log(const ht_dispatch_record *r, void *ctx) {
+  load_ctx *l = ctx;
+  ht_computation *c = l->c;
+  for (int i = 0; i < c->n_variants; i++) {
+    htd_variant *v = &c->v[i];
+    if (strcmp(v->key, r->variant_key)) continue;
+    int64_t sizes[HTD_MAX_SIZES], rep[HTD_MAX_SIZES];
+    if (ht_features_parse_problem(c->spec0, r->sizes, sizes, "dispatch log")) return 0; /* another shape */
+    uint64_t key = htd_bucket(c, sizes, rep);
+    htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, r->kernel_s + r->h2d_s + r->d2h_s, c->window, 0);
+  }
+  return 0;
+}
+
+ht_status htd_history_load(ht_computation *c) {
+  if (!c->st) return HT_OK;
+  load_ctx l = {c, HT_OK};
+  ht_status st = htd_tuned_load(c);
+  if (!st) st = ht_store_each_dispatch_log(c->st, c->name, 20000, from_log, &l);
+  return st ? ht_error_prefix(st, "%s: reading its history: ", c->name) : l.st;
+}
