@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 
 #define VADD HT_SOURCE_DIR "/examples/vadd/"
 #define CAL_RUNS 12 /* per worker (or variant) and size: StarPU trusts a history entry after 10 */
+#define CAL_ROUNDS 5
 #define WARM_RUNS 5
 #define MAX_POLICIES 8
 #define MAX_BLOCKS 64
@@ -52,8 +54,8 @@ typedef struct host {
 
 typedef struct stat_row {
   double ms;
-  long on_cpu, on_ocl; /* tasks (StarPU) or calls (hetune) that ran on each kind */
-  const char *chose;
+  long on_cpu, on_ocl; /* StarPU: the tasks that ran on each kind of worker */
+  char chose[128];     /* hetune dispatch: the variant it ran most, and how often when not always */
 } stat_row;
 
 static int fail(const char *what, const char *msg) {
@@ -232,25 +234,37 @@ static double sp_call(sp_data *d, const opts *o, int worker) {
   return atomic_load(&sp_ocl_error) ? -1 : ht_now() - t0;
 }
 
-/* What StarPU's model predicts for one task of block size on each worker kind, in ms. */
-static void sp_print_model(sp_data *d, size_t n) {
+/* What StarPU's model predicts for one task of the first block on each worker, in ms (NAN: not
+ * calibrated); returns how many workers have no prediction. */
+static int sp_model_ms(sp_data *d, double *ms) {
   struct starpu_task *t = starpu_task_create();
   t->cl = &sp_codelet;
   for (int j = 0; j < 3; j++) t->handles[j] = d->h[j][0];
   t->destroy = 0;
-  fprintf(stderr, "StarPU model, N=%zu, one task of %zu:", n, n / (size_t)d->blocks);
+  int missing = 0;
+  for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+    ms[w] = starpu_task_expected_length(t, starpu_worker_get_perf_archtype((int)w, 0), 0) / 1000;
+    missing += isnan(ms[w]);
+  }
+  starpu_task_destroy(t);
+  return missing;
+}
+
+static void sp_print_model(const double *ms, size_t n, int blocks, int rounds) {
+  fprintf(stderr, "StarPU model after %d round%s, N=%zu, one task of %zu:", rounds, rounds > 1 ? "s" : "", n,
+          n / (size_t)blocks);
   for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
     char name[64];
     starpu_worker_get_name((int)w, name, sizeof name);
-    double us = starpu_task_expected_length(t, starpu_worker_get_perf_archtype((int)w, 0), 0);
-    fprintf(stderr, "  %s %.3f ms", name, us / 1000);
+    fprintf(stderr, "  %s %.3g ms", name, ms[w]);
   }
   fprintf(stderr, "\n");
-  starpu_task_destroy(t);
 }
 
-/* Every worker runs CAL_RUNS calls at every size under STARPU_CALIBRATE=1; the model is written
- * to the private STARPU_HOME at shutdown and read by every later session. */
+/* At every size, every worker runs CAL_RUNS calls under STARPU_CALIBRATE=1, again (up to
+ * CAL_ROUNDS) while a worker has no prediction: StarPU drops a history entry whose samples deviate
+ * by more than 50%, which a busy machine causes. The model is written to the private STARPU_HOME
+ * at shutdown and read by every later session. */
 static int sp_calibrate(const opts *o, host *h, char workers[64]) {
   if (sp_start(o, "dmda", 1)) return 1;
   snprintf(workers, 64, "%d CPU + %d OpenCL workers", starpu_worker_get_count_by_type(STARPU_CPU_WORKER),
@@ -258,11 +272,14 @@ static int sp_calibrate(const opts *o, host *h, char workers[64]) {
   int bad = 0;
   for (int e = o->lo; e <= o->hi && !bad; e++) {
     size_t n = (size_t)1 << e;
+    double ms[STARPU_NMAXWORKERS];
+    int rounds = 0;
     sp_data d;
     sp_register(&d, h, n, o->blocks);
-    for (unsigned w = 0; w < starpu_worker_get_count() && !bad; w++)
-      for (int i = 0; i < CAL_RUNS && !bad; i++) bad = sp_call(&d, o, (int)w) < 0;
-    if (!bad) sp_print_model(&d, n);
+    for (; !bad && rounds < CAL_ROUNDS && (rounds == 0 || sp_model_ms(&d, ms)); rounds++)
+      for (unsigned w = 0; w < starpu_worker_get_count() && !bad; w++)
+        for (int i = 0; i < CAL_RUNS && !bad; i++) bad = sp_call(&d, o, (int)w) < 0;
+    if (!bad) sp_model_ms(&d, ms), sp_print_model(ms, n, o->blocks, rounds);
     sp_unregister(&d);
   }
   sp_stop(o);
@@ -298,6 +315,7 @@ typedef struct ht_side {
   ht_spec *spec[MAX_VARIANTS];
   ht_exec *ex[MAX_VARIANTS];
   ht_variant *v[MAX_VARIANTS];
+  ht_computation *comp; /* the same variants behind dispatch */
 } ht_side;
 
 /* vadd_<backend>.json of the device id ("c", "opencl", "opencl:1", "cuda"). */
@@ -321,7 +339,16 @@ static int ht_open_side(const opts *o, ht_side *s) {
   return 0;
 }
 
+static int ht_open_computation(const opts *o, ht_side *s) {
+  if (ht_computation_create("vadd", NULL, &s->comp)) return fail("ht_computation_create", ht_last_error());
+  for (int i = 0; i < s->n; i++)
+    if (ht_computation_add_variant(s->comp, s->spec[i], o->variants[i].device, o->variants[i].config, NULL))
+      return fail(o->variants[i].label, ht_last_error());
+  return ht_computation_finish(s->comp) ? fail("ht_computation_finish", ht_last_error()) : 0;
+}
+
 static void ht_close_side(ht_side *s) {
+  if (s->comp) ht_computation_destroy(s->comp);
   for (int i = 0; i < s->n; i++) {
     if (s->v[i]) ht_variant_destroy(s->v[i]);
     if (s->ex[i]) ht_exec_close(s->ex[i]);
@@ -352,18 +379,66 @@ static int ht_measure_direct(ht_variant *v, const char *name, host *h, size_t n,
     t[reps] = ht_now() - t0;
   }
   row->ms = ht_stat_median(t, reps) * 1e3;
-  row->chose = name;
   return check_c(h, n, name);
+}
+
+/* What the computation now expects of each variant at sizes, beside StarPU's model. */
+static int ht_print_estimates(const opts *o, ht_side *s, const int64_t *sizes) {
+  ht_variant_estimate est[MAX_VARIANTS];
+  if (ht_computation_estimate(s->comp, sizes, est)) return fail("ht_computation_estimate", ht_last_error());
+  fprintf(stderr, "hetune estimates, N=%lld:", (long long)sizes[0]);
+  for (int v = 0; v < s->n; v++) fprintf(stderr, "  %s %.3g ms", o->variants[v].label, est[v].total_s * 1e3);
+  fprintf(stderr, "\n");
+  return 0;
+}
+
+/* Every variant CAL_RUNS times at every size, as StarPU's calibration runs every worker. */
+static int ht_calibrate(const opts *o, ht_side *s, host *h) {
+  for (int e = o->lo; e <= o->hi; e++) {
+    size_t n = (size_t)1 << e;
+    int64_t sizes[1] = {(int64_t)n};
+    ht_host_arg args[4];
+    host_args(h, n, args);
+    for (int v = 0; v < s->n; v++)
+      for (int i = 0; i < CAL_RUNS; i++)
+        if (ht_computation_run_variant(s->comp, v, sizes, args, NULL)) return fail(o->variants[v].label, ht_last_error());
+    if (ht_print_estimates(o, s, sizes)) return 1;
+  }
+  return 0;
+}
+
+/* Calls through ht_computation_run: decide, run, learn. */
+static int ht_measure_dispatch(const opts *o, ht_side *s, host *h, size_t n, stat_row *row) {
+  static double t[MAX_REPS];
+  int64_t sizes[1] = {(int64_t)n};
+  ht_host_arg args[4];
+  ht_decision d;
+  int reps = 0, ran[MAX_VARIANTS] = {0}, most = 0;
+  host_args(h, n, args);
+  for (int i = 0; i < WARM_RUNS; i++)
+    if (ht_computation_run(s->comp, sizes, args, &d, NULL)) return fail("ht_computation_run", ht_last_error());
+  clear_c(h, n);
+  for (double start = ht_now(); more_reps(reps, n, start); reps++) {
+    double t0 = ht_now();
+    if (ht_computation_run(s->comp, sizes, args, &d, NULL)) return fail("ht_computation_run", ht_last_error());
+    t[reps] = ht_now() - t0;
+    ran[d.variant]++;
+  }
+  for (int v = 1; v < s->n; v++) most = ran[v] > ran[most] ? v : most;
+  row->ms = ht_stat_median(t, reps) * 1e3;
+  if (ran[most] == reps) snprintf(row->chose, sizeof row->chose, "%s", o->variants[most].label);
+  else snprintf(row->chose, sizeof row->chose, "%s %d%%", o->variants[most].label, 100 * ran[most] / reps);
+  return check_c(h, n, "dispatch");
 }
 
 /* ----------------------------------------------------------------- table ---- */
 
-/* "12.345 cpu", "3.210 ocl", or "5.000 cpu 40%" when the tasks went to both kinds. */
+/* "12.3 cpu", "3.21 ocl", or "5 cpu 40%" when the tasks went to both kinds (40% on the CPU). */
 static void fmt_sp(const stat_row *r, char *out, size_t len) {
   long all = r->on_cpu + r->on_ocl;
-  if (r->on_ocl == 0) snprintf(out, len, "%.3f cpu", r->ms);
-  else if (r->on_cpu == 0) snprintf(out, len, "%.3f ocl", r->ms);
-  else snprintf(out, len, "%.3f cpu %ld%%", r->ms, 100 * r->on_cpu / all);
+  if (r->on_ocl == 0) snprintf(out, len, "%.3g cpu", r->ms);
+  else if (r->on_cpu == 0) snprintf(out, len, "%.3g ocl", r->ms);
+  else snprintf(out, len, "%.3g cpu %ld%%", r->ms, 100 * r->on_cpu / all);
 }
 
 static void print_header(const opts *o) {
@@ -371,25 +446,27 @@ static void print_header(const opts *o) {
   for (int p = 0; p < o->npolicies; p++) printf(" StarPU %s ms |", o->policies[p]);
   printf(" hetune dispatch ms | chosen |");
   for (int i = 0; i < o->nvariants; i++) printf(" direct %s ms |", o->variants[i].label);
-  printf(" dispatch / StarPU best |\n|---|");
-  for (int i = 0; i < o->npolicies + o->nvariants + 3; i++) printf("---|");
+  printf(" dispatch / StarPU best | dispatch / direct best |\n|---|");
+  for (int i = 0; i < o->npolicies + o->nvariants + 4; i++) printf("---|");
   printf("\n");
+}
+
+static double min_ms(const stat_row *r, int n) {
+  double m = r[0].ms;
+  for (int i = 1; i < n; i++) m = r[i].ms < m ? r[i].ms : m;
+  return m;
 }
 
 static void print_row(const opts *o, size_t n, const stat_row *sp, const stat_row *disp, const stat_row *direct) {
   char cell[64];
-  double best = sp[0].ms;
   printf("| 2^%d |", __builtin_ctzll(n));
   for (int p = 0; p < o->npolicies; p++) {
     fmt_sp(&sp[p], cell, sizeof cell);
     printf(" %s |", cell);
-    if (sp[p].ms < best) best = sp[p].ms;
   }
-  if (disp) printf(" %.3f | %s |", disp->ms, disp->chose);
-  else printf(" - | - |");
-  for (int i = 0; i < o->nvariants; i++) printf(" %.3f |", direct[i].ms);
-  if (disp) printf(" %.2f |\n", disp->ms / best);
-  else printf(" - |\n");
+  printf(" %.3g | %s |", disp->ms, disp->chose);
+  for (int i = 0; i < o->nvariants; i++) printf(" %.3g |", direct[i].ms);
+  printf(" %.2f | %.2f |\n", disp->ms / min_ms(sp, o->npolicies), disp->ms / min_ms(direct, o->nvariants));
   fflush(stdout);
 }
 
@@ -518,12 +595,13 @@ static int host_alloc(host *h, size_t n) {
 static int run_sizes(const opts *o, host *h, ht_side *s) {
   for (int e = o->lo; e <= o->hi; e++) {
     size_t n = (size_t)1 << e;
-    stat_row sp[MAX_POLICIES] = {{0}}, direct[MAX_VARIANTS] = {{0}};
+    stat_row sp[MAX_POLICIES] = {{0}}, direct[MAX_VARIANTS] = {{0}}, disp = {0};
     for (int p = 0; p < o->npolicies; p++)
       if (sp_measure(o, o->policies[p], h, n, &sp[p])) return 1;
     for (int i = 0; i < s->n; i++)
       if (ht_measure_direct(s->v[i], o->variants[i].label, h, n, &direct[i])) return 1;
-    print_row(o, n, sp, NULL, direct);
+    if (ht_measure_dispatch(o, s, h, n, &disp)) return 1;
+    print_row(o, n, sp, &disp, direct);
   }
   return 0;
 }
@@ -547,7 +625,8 @@ int main(int argc, char **argv) {
   host h = {0};
   ht_side s = {0};
   char workers[64];
-  int bad = host_alloc(&h, (size_t)1 << o.hi) || ht_open_side(&o, &s) || sp_calibrate(&o, &h, workers);
+  int bad = host_alloc(&h, (size_t)1 << o.hi) || ht_open_side(&o, &s) || ht_open_computation(&o, &s) ||
+            sp_calibrate(&o, &h, workers) || ht_calibrate(&o, &s, &h);
   if (!bad) {
     print_title(&o, workers);
     print_header(&o);
