@@ -294,7 +294,9 @@ static int sp_measure(const opts *o, const char *policy, host *h, size_t n, stat
   sp_data d;
   sp_register(&d, h, n, o->blocks);
   for (int i = 0; i < WARM_RUNS && !bad; i++) bad = sp_call(&d, o, -1) < 0;
+  for (int k = 0; k < d.blocks; k++) starpu_data_acquire(d.h[0][k], STARPU_W); /* c is StarPU's meanwhile */
   clear_c(h, n);
+  for (int k = 0; k < d.blocks; k++) starpu_data_release(d.h[0][k]);
   atomic_store(&sp_ran_cpu, 0);
   atomic_store(&sp_ran_ocl, 0);
   for (double t0 = ht_now(); !bad && more_reps(reps, n, t0); reps++) bad = (t[reps] = sp_call(&d, o, -1)) < 0;
