@@ -76,7 +76,7 @@ static int stop_delay(ht_device *dev, ht_program *p, const ht_launch *l, double 
   ht_event *ev = NULL;
   if (ht_device_launch_async(dev, p, l, &ev)) return 1;
   usleep(20000);
-  if (ht_device_poll(dev, ev) != 0) fprintf(stderr, "%s: the kernel finished before cancel\n", dev->info.id);
+  if (ht_device_poll(dev, ev) != 0) fprintf(stderr, "%s: the kernel finished before cancel\n", ht_device_info_get(dev)->id);
   double t0 = ht_now();
   ht_status s = ht_device_cancel(dev, ev);
   if (ht_device_wait(dev, ev, NULL) || s) return 1;
@@ -89,8 +89,8 @@ static int bench_kernel(ht_device *dev, const struct target *t, const char *entr
   ht_program *p = NULL;
   ht_compile_info info = {0};
   ht_buffer *out = NULL;
-  if (dev->ops->compile(dev, &src, NULL, &p, &info) || dev->ops->buffer_new(dev, sizeof(float) * (size_t)groups, &out))
-    return fprintf(stderr, "%s: %s\n", dev->info.id, ht_last_error()), 1;
+  if (ht_device_compile(dev, &src, NULL, &p, &info) || ht_device_buffer_new(dev, sizeof(float) * (size_t)groups, &out))
+    return fprintf(stderr, "%s: %s\n", ht_device_info_get(dev)->id, ht_last_error()), 1;
   free(info.log);
   int64_t bound = strcmp(entry, "spin") == 0 ? t->spin_bound : t->series_terms;
   ht_arg args[] = {{.is_stop_flag = 1, .type = HT_DTYPE_I32},
@@ -100,15 +100,15 @@ static int bench_kernel(ht_device *dev, const struct target *t, const char *entr
   static double delay[MAX_RUNS];
   int rc = 0;
   for (int i = 0; i < runs && !rc; i++) rc = stop_delay(dev, p, &l, &delay[i]);
-  if (rc) fprintf(stderr, "%s %s: %s\n", dev->info.id, entry, ht_last_error());
+  if (rc) fprintf(stderr, "%s %s: %s\n", ht_device_info_get(dev)->id, entry, ht_last_error());
   else {
     double lo = delay[0], hi = delay[0];
     for (int i = 1; i < runs; i++) lo = delay[i] < lo ? delay[i] : lo, hi = delay[i] > hi ? delay[i] : hi;
-    printf("| %-10s | %-6s | %6d | %5d | %10.1f | %8.1f | %8.1f |\n", dev->info.id, entry, groups, runs,
+    printf("| %-10s | %-6s | %6d | %5d | %10.1f | %8.1f | %8.1f |\n", ht_device_info_get(dev)->id, entry, groups, runs,
            ht_stat_median(delay, runs) * 1e6, lo * 1e6, hi * 1e6);
   }
-  dev->ops->buffer_free(dev, out);
-  dev->ops->program_free(dev, p);
+  ht_device_buffer_free(dev, out);
+  ht_device_program_free(dev, p);
   return rc;
 }
 
@@ -125,10 +125,10 @@ int main(int argc, char **argv) {
       continue;
     }
     /* c runs the function once; elsewhere one work-group per compute unit, all spinning */
-    int groups = targets[i].lang == HT_LANG_C ? 1 : dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+    int groups = targets[i].lang == HT_LANG_C ? 1 : ht_device_info_get(dev)->compute_units > 0 ? ht_device_info_get(dev)->compute_units : 1;
     for (const char **e = (const char *[]){"spin", "series", NULL}; *e; e++)
       rc |= bench_kernel(dev, &targets[i], *e, groups, runs);
-    fprintf(stderr, "%s: %s\n", dev->info.id, dev->info.name);
+    fprintf(stderr, "%s: %s\n", ht_device_info_get(dev)->id, ht_device_info_get(dev)->name);
     ht_device_close(dev);
   }
   return rc;

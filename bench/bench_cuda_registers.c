@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
   ht_rng rng;
   ht_rng_seed(&rng, seed);
   if (!cs || ht_space_sample(space, &rng, n, cs, &got)) return fprintf(stderr, "bench_cuda_registers: sampling failed\n"), 1;
-  printf("# %s, %llu valid configs (H100 limits), %d sampled (seed %llu), sm_90\n", s->name,
+  printf("# %s, %llu valid configs (H100 limits), %d sampled (seed %llu), sm_90\n", ht_spec_name(s),
          (unsigned long long)count, got, (unsigned long long)seed);
   printf("config\testimate\tregisters\tspill_bytes\n");
   int spills = 0, at_cap = 0, under = 0, failed = 0;

@@ -23,21 +23,21 @@ static int per_rep(const char *device, ht_language lang, const char *file) {
   ht_program *prog;
   ht_compile_info info = {0};
   ht_buffer *buf;
-  if (dev->ops->compile(dev, &src, &defs, &prog, &info) || dev->ops->buffer_new(dev, 64, &buf))
+  if (ht_device_compile(dev, &src, &defs, &prog, &info) || ht_device_buffer_new(dev, 64, &buf))
     return fprintf(stderr, "%s\n", ht_last_error()), 1;
   ht_arg arg = {.is_buffer = 1, .buf = buf, .type = HT_DTYPE_F32};
   ht_launch l = {.dims = 1, .global = {1, 1, 1}, .local = {1, 1, 1}, .n_args = 1, .args = &arg};
   static double wall[REPS], kern[REPS], over[REPS];
   for (int i = 0; i < REPS; i++) {
     double t0 = ht_now();
-    dev->ops->launch(dev, prog, &l, &kern[i]);
+    ht_device_launch(dev, prog, &l, &kern[i]);
     wall[i] = ht_now() - t0;
     over[i] = wall[i] - kern[i];
   }
   printf("| %-10s | %8.2f | %8.2f | %8.2f |\n", device, ht_stat_median(wall, REPS) * 1e6,
          ht_stat_median(kern, REPS) * 1e6, ht_stat_median(over, REPS) * 1e6);
-  dev->ops->buffer_free(dev, buf);
-  dev->ops->program_free(dev, prog);
+  ht_device_buffer_free(dev, buf);
+  ht_device_program_free(dev, prog);
   free(info.log);
   free(text);
   ht_device_close(dev);

@@ -23,7 +23,7 @@ static ht_status compile(ht_device *dev, const char *entry, ht_program **p, ht_c
   ht_defines defs = {1, names, values};
   ht_source src = {.lang = HT_LANG_CUDA, .text = vadd_src, .path = "vadd.cu", .entry = entry};
   memset(info, 0, sizeof *info);
-  return dev->ops->compile(dev, &src, &defs, p, info);
+  return ht_device_compile(dev, &src, &defs, p, info);
 }
 
 static void test_cuda_vadd(void **state) {
@@ -33,7 +33,7 @@ static void test_cuda_vadd(void **state) {
     fprintf(stderr, "SKIP test_cuda_vadd: no usable CUDA device: %s\n", ht_last_error());
     skip();
   }
-  assert_int_equal(dev->info.warp_size, 32);
+  assert_int_equal(ht_device_info_get(dev)->warp_size, 32);
   ht_program *p = NULL;
   ht_compile_info info;
   ht_status s = compile(dev, "vadd", &p, &info);
@@ -48,11 +48,11 @@ static void test_cuda_vadd(void **state) {
   for (int i = 0; i < N; i++) a[i] = (float)i, b[i] = 1.0f, c[i] = 0;
   ht_buffer *ba, *bb, *bc;
   double t = -1;
-  assert_int_equal(dev->ops->buffer_new(dev, N * sizeof(float), &ba), HT_OK);
-  assert_int_equal(dev->ops->buffer_new(dev, N * sizeof(float), &bb), HT_OK);
-  assert_int_equal(dev->ops->buffer_new(dev, N * sizeof(float), &bc), HT_OK);
-  assert_int_equal(dev->ops->buffer_write(dev, ba, a, N * sizeof(float), &t), HT_OK);
-  assert_int_equal(dev->ops->buffer_write(dev, bb, b, N * sizeof(float), &t), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, N * sizeof(float), &ba), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, N * sizeof(float), &bb), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, N * sizeof(float), &bc), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, ba, a, N * sizeof(float), &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, bb, b, N * sizeof(float), &t), HT_OK);
   assert_true(t >= 0);
   ht_arg args[5] = {{.is_buffer = 1, .buf = ba, .type = HT_DTYPE_F32},
                     {.is_buffer = 1, .buf = bb, .type = HT_DTYPE_F32},
@@ -60,28 +60,28 @@ static void test_cuda_vadd(void **state) {
                     {.type = HT_DTYPE_I32, .value = ht_int(N)},
                     {.type = HT_DTYPE_F32, .value = ht_float(2.0)}};
   ht_launch l = {.dims = 1, .global = {(N + 255) / 256 * 256}, .local = {256}, .n_args = 5, .args = args};
-  s = dev->ops->launch(dev, p, &l, &t);
+  s = ht_device_launch(dev, p, &l, &t);
   if (s) fprintf(stderr, "%s\n", ht_last_error());
   assert_int_equal(s, HT_OK);
   assert_true(t > 0);
-  assert_int_equal(dev->ops->buffer_read(dev, bc, c, N * sizeof(float), &t), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, bc, c, N * sizeof(float), &t), HT_OK);
   for (int i = 0; i < N; i++) assert_float_equal(c[i], 2.0f * a[i] + 1.5f, 1e-2 * (1 + a[i]));
   /* A block larger than any GPU allows is a runtime error, not a crash. */
   l.local[0] = 4096;
   l.global[0] = 4096;
-  assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_ERR_RUNTIME);
+  assert_int_equal(ht_device_launch(dev, p, &l, &t), HT_ERR_RUNTIME);
   /* Second compile comes from the PTX cache. */
   ht_program *p2 = NULL;
   assert_int_equal(compile(dev, "vadd", &p2, &info), HT_OK);
   assert_int_equal(info.cached, 1);
   free(info.log);
-  dev->ops->program_free(dev, p2);
+  ht_device_program_free(dev, p2);
   assert_int_equal(compile(dev, "nope", &p2, &info), HT_ERR_COMPILE);
   free(info.log);
-  dev->ops->buffer_free(dev, ba);
-  dev->ops->buffer_free(dev, bb);
-  dev->ops->buffer_free(dev, bc);
-  dev->ops->program_free(dev, p);
+  ht_device_buffer_free(dev, ba);
+  ht_device_buffer_free(dev, bb);
+  ht_device_buffer_free(dev, bc);
+  ht_device_program_free(dev, p);
   ht_device_close(dev);
   free(a);
   free(b);

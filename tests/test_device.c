@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device/backend.h" /* the backends' tables */
 #include "device/cuda_nvrtc.h"
 #include "hetune/device.h"
 
@@ -32,10 +33,10 @@ static ht_device *open_or_fail(const char *id) {
 
 static ht_buffer *new_buffer(ht_device *dev, const void *data, size_t bytes) {
   ht_buffer *b = NULL;
-  assert_int_equal(dev->ops->buffer_new(dev, bytes, &b), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, bytes, &b), HT_OK);
   if (data) {
     double t = -1;
-    assert_int_equal(dev->ops->buffer_write(dev, b, data, bytes, &t), HT_OK);
+    assert_int_equal(ht_device_buffer_write(dev, b, data, bytes, &t), HT_OK);
     assert_true(t >= 0);
   }
   return b;
@@ -65,7 +66,7 @@ static ht_status c_compile(ht_device *dev, const char *text, const char *entry, 
   const char *values[] = {offset};
   ht_defines defs = {1, names, values};
   ht_source src = {.lang = HT_LANG_C, .text = text, .path = HT_SOURCE_DIR "/tests/vadd.c", .entry = entry};
-  return dev->ops->compile(dev, &src, &defs, p, info);
+  return ht_device_compile(dev, &src, &defs, p, info);
 }
 
 static void test_c_probe(void **state) {
@@ -94,7 +95,7 @@ static void test_c_probe(void **state) {
 static void test_c_vadd(void **state) {
   (void)state;
   ht_device *dev = open_or_fail("c");
-  assert_string_equal(dev->info.id, "c:0");
+  assert_string_equal(ht_device_info_get(dev)->id, "c:0");
   ht_program *p = NULL;
   ht_compile_info info = {0};
   ht_status s = c_compile(dev, c_vadd, "vadd", "0.5f", &p, &info);
@@ -110,19 +111,19 @@ static void test_c_vadd(void **state) {
                    scalar_arg(HT_DTYPE_F64, ht_int(2))};
   ht_launch l = {.dims = 1, .global = {N}, .local = {0}, .n_args = 6, .args = args};
   double t = -1;
-  assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(dev, p, &l, &t), HT_OK);
   assert_true(t >= 0);
-  assert_int_equal(dev->ops->buffer_read(dev, bc, c, sizeof c, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, bc, c, sizeof c, &t), HT_OK);
   for (int i = 0; i < N; i++) assert_float_equal(c[i], 3.0f * a[i] + 2.0f * b[i] + 0.5f, 1e-3);
   /* A string for a numeric scalar is rejected, not passed as garbage. */
   args[3] = scalar_arg(HT_DTYPE_I32, ht_str("x"));
-  assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_ERR_INVALID);
+  assert_int_equal(ht_device_launch(dev, p, &l, &t), HT_ERR_INVALID);
   args[3] = scalar_arg(HT_DTYPE_I32, ht_int(INT64_C(1) << 40));
-  assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_ERR_INVALID);
-  dev->ops->buffer_free(dev, ba);
-  dev->ops->buffer_free(dev, bb);
-  dev->ops->buffer_free(dev, bc);
-  dev->ops->program_free(dev, p);
+  assert_int_equal(ht_device_launch(dev, p, &l, &t), HT_ERR_INVALID);
+  ht_device_buffer_free(dev, ba);
+  ht_device_buffer_free(dev, bb);
+  ht_device_buffer_free(dev, bc);
+  ht_device_program_free(dev, p);
   ht_device_close(dev);
 }
 
@@ -132,18 +133,18 @@ static void test_c_cache(void **state) {
   ht_program *p = NULL;
   ht_compile_info info = {0};
   assert_int_equal(c_compile(dev, c_vadd, "vadd", "1.25f", &p, &info), HT_OK);
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   free(info.log);
   assert_int_equal(c_compile(dev, c_vadd, "vadd", "1.25f", &p, &info), HT_OK);
   assert_int_equal(info.cached, 1);
   assert_true(info.seconds == 0);
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   free(info.log);
   char fresh[32];
   snprintf(fresh, sizeof fresh, "%d.5f", (int)getpid()); /* never compiled before: a miss */
   assert_int_equal(c_compile(dev, c_vadd, "vadd", fresh, &p, &info), HT_OK);
   assert_int_equal(info.cached, 0);
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   free(info.log);
   ht_device_close(dev);
 }
@@ -184,11 +185,11 @@ static void test_c_openmp(void **state) {
     ht_arg args[] = {buf_arg(b, HT_DTYPE_F64), scalar_arg(HT_DTYPE_I32, ht_int(N))};
     ht_launch l = {.dims = 1, .global = {1}, .n_args = 2, .args = args};
     double t, x[N];
-    assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_OK);
-    assert_int_equal(dev->ops->buffer_read(dev, b, x, sizeof x, &t), HT_OK);
+    assert_int_equal(ht_device_launch(dev, p, &l, &t), HT_OK);
+    assert_int_equal(ht_device_buffer_read(dev, b, x, sizeof x, &t), HT_OK);
     assert_float_equal(x[N - 1], (N - 1) * (round ? 3.0 : 2.0), 1e-9);
-    dev->ops->buffer_free(dev, b);
-    dev->ops->program_free(dev, p);
+    ht_device_buffer_free(dev, b);
+    ht_device_program_free(dev, p);
   }
   ht_device_close(dev);
 }
@@ -241,7 +242,7 @@ static ht_status cl_compile(ht_device *dev, const char *text, const char *offset
   ht_source src = {.lang = HT_LANG_OPENCL, .text = text, .path = HT_SOURCE_DIR "/tests/vadd.cl", .entry = "vadd",
                    .flags = "-cl-fast-relaxed-math"};
   memset(info, 0, sizeof *info);
-  return dev->ops->compile(dev, &src, &defs, p, info);
+  return ht_device_compile(dev, &src, &defs, p, info);
 }
 
 static void test_cl_probe(void **state) {
@@ -271,21 +272,21 @@ static void run_cl_vadd(ht_device *dev, ht_program *p, size_t local, size_t glob
                    scalar_arg(HT_DTYPE_F64, ht_float(4.0))};
   ht_launch l = {.dims = 1, .global = {global}, .local = {local}, .n_args = 6, .args = args};
   double t = -1;
-  ht_status s = dev->ops->launch(dev, p, &l, &t);
+  ht_status s = ht_device_launch(dev, p, &l, &t);
   if (s) fprintf(stderr, "%s\n", ht_last_error());
   assert_int_equal(s, HT_OK);
   assert_true(t >= 0);
-  assert_int_equal(dev->ops->buffer_read(dev, bc, c, sizeof c, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, bc, c, sizeof c, &t), HT_OK);
   for (int i = 0; i < N; i++) assert_float_equal(c[i], 2.0f * a[i] + 4.0f * b[i] + 0.25f, 1e-2);
-  dev->ops->buffer_free(dev, ba);
-  dev->ops->buffer_free(dev, bb);
-  dev->ops->buffer_free(dev, bc);
+  ht_device_buffer_free(dev, ba);
+  ht_device_buffer_free(dev, bb);
+  ht_device_buffer_free(dev, bc);
 }
 
 static void test_cl_vadd(void **state) {
   (void)state;
   ht_device *dev = open_or_fail("opencl");
-  assert_string_equal(dev->info.id, "opencl:0:0");
+  assert_string_equal(ht_device_info_get(dev)->id, "opencl:0:0");
   ht_program *p = NULL;
   ht_compile_info info;
   ht_status s = cl_compile(dev, cl_vadd, "0.25f", &p, &info);
@@ -294,7 +295,7 @@ static void test_cl_vadd(void **state) {
   free(info.log);
   run_cl_vadd(dev, p, 0, 1000);  /* the runtime chooses the work-group size */
   run_cl_vadd(dev, p, 8, 1024);  /* explicit work-group size, guarded tail */
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   ht_device_close(dev);
 }
 
@@ -304,19 +305,19 @@ static void test_cl_cache(void **state) {
   ht_program *p = NULL;
   ht_compile_info info;
   assert_int_equal(cl_compile(dev, cl_vadd, "0.25f", &p, &info), HT_OK);
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   free(info.log);
   assert_int_equal(cl_compile(dev, cl_vadd, "0.25f", &p, &info), HT_OK);
   assert_int_equal(info.cached, 1);
   free(info.log);
   run_cl_vadd(dev, p, 4, 1000); /* the cached binary really runs */
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   char fresh[32];
   snprintf(fresh, sizeof fresh, "%d.5f", (int)getpid());
   assert_int_equal(cl_compile(dev, cl_vadd, fresh, &p, &info), HT_OK);
   assert_int_equal(info.cached, 0);
   free(info.log);
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   ht_device_close(dev);
 }
 
@@ -341,13 +342,13 @@ static void test_cl_errors(void **state) {
                    scalar_arg(HT_DTYPE_F64, ht_float(4.0))};
   ht_launch l = {.dims = 1, .global = {N}, .local = {7}, .n_args = 6, .args = args};
   double t;
-  assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_ERR_RUNTIME);
+  assert_int_equal(ht_device_launch(dev, p, &l, &t), HT_ERR_RUNTIME);
   assert_non_null(strstr(ht_last_error(), "CL_INVALID_WORK_GROUP_SIZE"));
   l.local[0] = (size_t)1 << 20; /* larger than any device allows */
   l.global[0] = (size_t)1 << 20;
-  assert_int_equal(dev->ops->launch(dev, p, &l, &t), HT_ERR_RUNTIME);
-  dev->ops->buffer_free(dev, b);
-  dev->ops->program_free(dev, p);
+  assert_int_equal(ht_device_launch(dev, p, &l, &t), HT_ERR_RUNTIME);
+  ht_device_buffer_free(dev, b);
+  ht_device_program_free(dev, p);
   ht_device_close(dev);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device/backend.h" /* the backends' tables */
 #include "device/cuda_nvrtc.h"
 #include "hetune/device.h"
 
@@ -126,7 +127,7 @@ static ht_program *compile_text(ht_device *dev, ht_language lang, const char *te
   ht_source src = {.lang = lang, .text = text, .path = path, .entry = entry};
   ht_compile_info info = {0};
   ht_program *p = NULL;
-  ht_status s = dev->ops->compile(dev, &src, NULL, &p, &info);
+  ht_status s = ht_device_compile(dev, &src, NULL, &p, &info);
   if (s) fprintf(stderr, "compile %s: %s\n%s\n", entry, ht_last_error(), info.log ? info.log : "");
   free(info.log);
   assert_int_equal(s, HT_OK);
@@ -139,8 +140,8 @@ static ht_program *compile(ht_device *dev, const backend_case *k, const char *en
 
 static ht_buffer *new_buffer(ht_device *dev, const void *data, size_t bytes) {
   ht_buffer *b = NULL;
-  assert_int_equal(dev->ops->buffer_new(dev, bytes, &b), HT_OK);
-  if (data) assert_int_equal(dev->ops->buffer_write(dev, b, data, bytes, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, bytes, &b), HT_OK);
+  if (data) assert_int_equal(ht_device_buffer_write(dev, b, data, bytes, NULL), HT_OK);
   return b;
 }
 
@@ -186,15 +187,15 @@ static vadd_bufs vadd_new(ht_device *dev, vectors *v) {
 }
 
 static void vadd_free(ht_device *dev, vadd_bufs *x) {
-  dev->ops->buffer_free(dev, x->a);
-  dev->ops->buffer_free(dev, x->b);
-  if (x->c) dev->ops->buffer_free(dev, x->c);
+  ht_device_buffer_free(dev, x->a);
+  ht_device_buffer_free(dev, x->b);
+  if (x->c) ht_device_buffer_free(dev, x->c);
 }
 
 /* The device's c: a + b inside [from, to), -1 outside. */
 static void check_device(ht_device *dev, ht_buffer *c, const vectors *v, int from, int to) {
   float out[N];
-  assert_int_equal(dev->ops->buffer_read(dev, c, out, sizeof out, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, c, out, sizeof out, NULL), HT_OK);
   check_range(v, out, from, to);
 }
 
@@ -223,7 +224,7 @@ static void test_async_vadd(void **state) {
   assert_int_equal(ht_device_wait(dev, ev, &kernel_s), HT_OK);
   assert_true(kernel_s >= 0);
   check_device(dev, x.c, &v, 0, N);
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   vadd_free(dev, &x);
   ht_device_close(dev);
 }
@@ -247,7 +248,7 @@ static void test_async_poll(void **state) {
   assert_true(poll_until_done(dev, ev, 60));
   assert_int_equal(ht_device_wait(dev, ev, NULL), HT_OK);
   check_device(dev, x.c, &v, 0, N);
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   vadd_free(dev, &x);
   ht_device_close(dev);
 }
@@ -275,24 +276,24 @@ static void test_cancel(void **state) {
   assert_int_equal(ht_device_cancel(dev, ev), HT_OK);
   assert_int_equal(ht_device_wait(dev, ev, NULL), HT_OK);
   fprintf(stderr, "%s: stopped %.3f ms after cancel\n", k->id, (ht_now() - t0) * 1e3);
-  assert_int_equal(dev->ops->buffer_read(dev, out, stopped, sizeof stopped, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, out, stopped, sizeof stopped, NULL), HT_OK);
   assert_int_equal(stopped[0], 1);
   if (k->lang != HT_LANG_C) assert_int_equal(stopped[1], 1);
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
 
   p = compile(dev, k, "flag_value");
   ht_arg fargs[] = {stop_arg(), buf_arg(out)};
   ht_launch fl = launch_1d(1, 1, fargs, 2);
-  assert_int_equal(dev->ops->launch(dev, p, &fl, NULL), HT_OK);
-  assert_int_equal(dev->ops->buffer_read(dev, out, stopped, sizeof stopped, NULL), HT_OK);
+  assert_int_equal(ht_device_launch(dev, p, &fl, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, out, stopped, sizeof stopped, NULL), HT_OK);
   assert_int_equal(stopped[0], 0);
   fargs[0].type = HT_DTYPE_F32;
-  assert_int_equal(dev->ops->launch(dev, p, &fl, NULL), HT_ERR_INVALID);
+  assert_int_equal(ht_device_launch(dev, p, &fl, NULL), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "stop flag"));
   fargs[0] = (ht_arg){.is_stop_flag = 1, .is_buffer = 1, .buf = out, .type = HT_DTYPE_I32};
   assert_int_equal(ht_device_launch_async(dev, p, &fl, &ev), HT_ERR_INVALID);
-  dev->ops->program_free(dev, p);
-  dev->ops->buffer_free(dev, out);
+  ht_device_program_free(dev, p);
+  ht_device_buffer_free(dev, out);
   ht_device_close(dev);
 }
 
@@ -345,7 +346,7 @@ static void test_offset(void **state) {
   l.offset[0] = N / 2;
   ht_event *ev = NULL;
   if (!(ht_device_caps(dev) & HT_CAP_OFFSET)) {
-    assert_int_equal(dev->ops->launch(dev, p, &l, NULL), HT_ERR_UNSUPPORTED);
+    assert_int_equal(ht_device_launch(dev, p, &l, NULL), HT_ERR_UNSUPPORTED);
     assert_non_null(strstr(ht_last_error(), "offset"));
     assert_int_equal(ht_device_launch_async(dev, p, &l, &ev), HT_ERR_UNSUPPORTED);
     assert_null(ev);
@@ -354,11 +355,11 @@ static void test_offset(void **state) {
     assert_int_equal(ht_device_wait(dev, ev, NULL), HT_OK);
     check_device(dev, x.c, &v, N / 2, N);
     l.offset[0] = N / 4; /* the synchronous launch honours it too: [N/4, 3N/4) */
-    assert_int_equal(dev->ops->buffer_write(dev, x.c, v.c, sizeof v.c, NULL), HT_OK);
-    assert_int_equal(dev->ops->launch(dev, p, &l, NULL), HT_OK);
+    assert_int_equal(ht_device_buffer_write(dev, x.c, v.c, sizeof v.c, NULL), HT_OK);
+    assert_int_equal(ht_device_launch(dev, p, &l, NULL), HT_OK);
     check_device(dev, x.c, &v, N / 4, 3 * N / 4);
   }
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   vadd_free(dev, &x);
   ht_device_close(dev);
 }
@@ -367,7 +368,7 @@ static void test_offset(void **state) {
 
 static ht_buffer *view_of(ht_device *dev, ht_buffer *b, size_t offset, size_t bytes) {
   ht_buffer *v = NULL;
-  ht_status s = dev->ops->buffer_view(dev, b, offset, bytes, &v);
+  ht_status s = ht_device_buffer_view(dev, b, offset, bytes, &v);
   if (s) fprintf(stderr, "view: %s\n", ht_last_error());
   assert_int_equal(s, HT_OK);
   return v;
@@ -388,49 +389,49 @@ static void test_views(void **state) {
   ht_program *p = compile(dev, k, "vadd");
   ht_arg args[] = {buf_arg(va), buf_arg(vb), buf_arg(vc), int_arg(HT_DTYPE_I32, N / 2)};
   ht_launch l = launch_1d(N / 2, LOCAL, args, 4);
-  assert_int_equal(dev->ops->launch(dev, p, &l, NULL), HT_OK);
+  assert_int_equal(ht_device_launch(dev, p, &l, NULL), HT_OK);
   check_device(dev, c, &v, N / 2, N);
 
   /* a view of the view's second half: the parent's last quarter */
   ht_buffer *vva = view_of(dev, va, half / 2, half / 2), *vvb = view_of(dev, vb, half / 2, half / 2);
   ht_buffer *vvc = view_of(dev, vc, half / 2, half / 2);
   float back[N / 4];
-  assert_int_equal(dev->ops->buffer_read(dev, vva, back, sizeof back, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, vva, back, sizeof back, NULL), HT_OK);
   assert_true(back[0] == v.a[3 * N / 4] && back[N / 4 - 1] == v.a[N - 1]);
-  assert_int_equal(dev->ops->buffer_write(dev, c, v.c, sizeof v.c, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, c, v.c, sizeof v.c, NULL), HT_OK);
   ht_arg args2[] = {buf_arg(vva), buf_arg(vvb), buf_arg(vvc), int_arg(HT_DTYPE_I32, N / 4)};
   l = launch_1d(N / 4, LOCAL, args2, 4);
-  assert_int_equal(dev->ops->launch(dev, p, &l, NULL), HT_OK);
+  assert_int_equal(ht_device_launch(dev, p, &l, NULL), HT_OK);
   check_device(dev, c, &v, 3 * N / 4, N);
 
   ht_buffer *bad = NULL;
-  assert_int_equal(dev->ops->buffer_view(dev, a, half, half + 4, &bad), HT_ERR_INVALID);
-  assert_int_equal(dev->ops->buffer_view(dev, a, SIZE_MAX, 8, &bad), HT_ERR_INVALID);
-  assert_int_equal(dev->ops->buffer_view(dev, va, 0, half + 4, &bad), HT_ERR_INVALID);
-  assert_int_equal(dev->ops->buffer_view(dev, a, 0, 0, &bad), HT_ERR_INVALID);
+  assert_int_equal(ht_device_buffer_view(dev, a, half, half + 4, &bad), HT_ERR_INVALID);
+  assert_int_equal(ht_device_buffer_view(dev, a, SIZE_MAX, 8, &bad), HT_ERR_INVALID);
+  assert_int_equal(ht_device_buffer_view(dev, va, 0, half + 4, &bad), HT_ERR_INVALID);
+  assert_int_equal(ht_device_buffer_view(dev, a, 0, 0, &bad), HT_ERR_INVALID);
   assert_null(bad);
   /* 4 bytes in: a C pointer is fine; OpenCL sub-buffers need the base address alignment */
-  ht_status s = dev->ops->buffer_view(dev, a, sizeof(float), sizeof(float), &bad);
+  ht_status s = ht_device_buffer_view(dev, a, sizeof(float), sizeof(float), &bad);
   if (k->lang == HT_LANG_OPENCL) {
     assert_int_equal(s, HT_ERR_UNSUPPORTED);
     assert_non_null(strstr(ht_last_error(), "copy the range"));
   } else {
     assert_int_equal(s, HT_OK);
     float one = 0;
-    assert_int_equal(dev->ops->buffer_read(dev, bad, &one, sizeof one, NULL), HT_OK);
+    assert_int_equal(ht_device_buffer_read(dev, bad, &one, sizeof one, NULL), HT_OK);
     assert_true(one == v.a[1]);
-    dev->ops->buffer_free(dev, bad);
+    ht_device_buffer_free(dev, bad);
   }
-  dev->ops->program_free(dev, p);
+  ht_device_program_free(dev, p);
   /* views before their parents, as documented: */
-  for (ht_buffer **y = (ht_buffer *[]){vva, vvb, vvc, va, vb, vc, NULL}; *y; y++) dev->ops->buffer_free(dev, *y);
+  for (ht_buffer **y = (ht_buffer *[]){vva, vvb, vvc, va, vb, vc, NULL}; *y; y++) ht_device_buffer_free(dev, *y);
   /* and the misuse: a parent freed first stays until its view goes (ASan builds check) */
   ht_buffer *last = view_of(dev, c, half, half);
   vadd_free(dev, &x);
   float out[N / 2];
-  assert_int_equal(dev->ops->buffer_read(dev, last, out, half, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, last, out, half, NULL), HT_OK);
   assert_true(out[0] == -1.0f);
-  dev->ops->buffer_free(dev, last);
+  ht_device_buffer_free(dev, last);
   ht_device_close(dev);
 }
 
@@ -443,21 +444,59 @@ static void test_copies_at(void **state) {
   ht_buffer *b = new_buffer(dev, v.c, sizeof v.c);
   const size_t at = 100 * sizeof(float), len = 50 * sizeof(float);
   double t = -1;
-  assert_int_equal(dev->ops->buffer_write_at(dev, b, at, v.a + 100, len, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write_at(dev, b, at, v.a + 100, len, &t), HT_OK);
   assert_true(t >= 0);
   float part[50], out[N];
-  assert_int_equal(dev->ops->buffer_read_at(dev, b, at, part, len, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_read_at(dev, b, at, part, len, &t), HT_OK);
   assert_memory_equal(part, v.a + 100, len);
-  assert_int_equal(dev->ops->buffer_read(dev, b, out, sizeof out, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, b, out, sizeof out, NULL), HT_OK);
   for (int i = 0; i < N; i++) assert_true(out[i] == (i >= 100 && i < 150 ? v.a[i] : -1.0f));
   /* at the very end, and an empty copy at the end */
-  assert_int_equal(dev->ops->buffer_read_at(dev, b, sizeof out - len, part, len, NULL), HT_OK);
-  assert_int_equal(dev->ops->buffer_write_at(dev, b, sizeof out, v.a, 0, NULL), HT_OK);
-  assert_int_equal(dev->ops->buffer_write_at(dev, b, sizeof out - len + 4, v.a, len, NULL), HT_ERR_INVALID);
+  assert_int_equal(ht_device_buffer_read_at(dev, b, sizeof out - len, part, len, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_write_at(dev, b, sizeof out, v.a, 0, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_write_at(dev, b, sizeof out - len + 4, v.a, len, NULL), HT_ERR_INVALID);
   assert_non_null(strstr(ht_last_error(), "at offset"));
-  assert_int_equal(dev->ops->buffer_read_at(dev, b, SIZE_MAX - 2, part, len, NULL), HT_ERR_INVALID);
-  dev->ops->buffer_free(dev, b);
+  assert_int_equal(ht_device_buffer_read_at(dev, b, SIZE_MAX - 2, part, len, NULL), HT_ERR_INVALID);
+  ht_device_buffer_free(dev, b);
   ht_device_close(dev);
+}
+
+/* The public calls on a backend without the optional copies and views (the c backend with them
+ * taken away): a copy at offset 0 falls back to the whole-buffer copy, one elsewhere and a view are
+ * HT_ERR_UNSUPPORTED naming the device; no device is HT_ERR_INVALID; a compile needs no info. */
+static void test_calls_without_optional_ops(void **state) {
+  (void)state;
+  ht_device *real = open_case(&c_case);
+  ht_backend_ops bare = *real->ops;
+  bare.caps &= ~(unsigned)HT_CAP_VIEWS;
+  bare.buffer_write_at = NULL;
+  bare.buffer_read_at = NULL;
+  bare.buffer_view = NULL;
+  ht_device dev = *real;
+  dev.ops = &bare;
+  float in[4] = {1, 2, 3, 4}, out[4] = {0};
+  ht_buffer *b = new_buffer(&dev, NULL, sizeof in), *view = NULL;
+  double t = -1;
+  assert_int_equal(ht_device_buffer_write_at(&dev, b, 0, in, sizeof in, &t), HT_OK);
+  assert_true(t >= 0);
+  assert_int_equal(ht_device_buffer_read_at(&dev, b, 0, out, sizeof out, NULL), HT_OK);
+  assert_memory_equal(in, out, sizeof in);
+  assert_int_equal(ht_device_buffer_write_at(&dev, b, 4, in, 4, NULL), HT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(ht_last_error(), "device c:0 cannot copy at an offset"));
+  assert_int_equal(ht_device_buffer_read_at(&dev, b, 4, out, 4, NULL), HT_ERR_UNSUPPORTED);
+  assert_int_equal(ht_device_buffer_view(&dev, b, 0, 4, &view), HT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(ht_last_error(), "device c:0 cannot make buffer views"));
+  assert_null(view);
+  ht_device_buffer_free(&dev, b);
+  assert_null(ht_device_info_get(NULL));
+  assert_string_equal(ht_device_info_get(real)->id, "c:0");
+  assert_int_equal(ht_device_buffer_write(NULL, b, in, sizeof in, NULL), HT_ERR_INVALID);
+  assert_int_equal(ht_device_launch(NULL, NULL, NULL, NULL), HT_ERR_INVALID);
+  ht_source bad = {.lang = HT_LANG_C, .text = "void f(void) { nope }\n", .path = "bad.c", .entry = "f"};
+  ht_program *p = NULL;
+  assert_int_equal(ht_device_compile(real, &bad, NULL, &p, NULL), HT_ERR_COMPILE);
+  assert_non_null(strstr(ht_last_error(), "bad.c"));
+  ht_device_close(real);
 }
 
 /* ---- the stop-flag kernels of docs/runtime.md ---- */
@@ -492,8 +531,8 @@ static void run_doc_kernel(ht_device *dev, const backend_case *k, const char *in
   ht_buffer *out = new_buffer(dev, &sum, sizeof sum);
   ht_arg args[] = {stop_arg(), buf_arg(out), int_arg(HT_DTYPE_I64, 100000)};
   ht_launch l = launch_1d(1, 1, args, 3);
-  assert_int_equal(dev->ops->launch(dev, p, &l, NULL), HT_OK);
-  assert_int_equal(dev->ops->buffer_read(dev, out, &sum, sizeof sum, NULL), HT_OK);
+  assert_int_equal(ht_device_launch(dev, p, &l, NULL), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, out, &sum, sizeof sum, NULL), HT_OK);
   assert_true(fabs(sum - M_PI) < 2e-3);
   args[2] = int_arg(HT_DTYPE_I64, 10000000000); /* tens of seconds to the end */
   ht_event *ev = NULL;
@@ -503,8 +542,8 @@ static void run_doc_kernel(ht_device *dev, const backend_case *k, const char *in
   assert_int_equal(ht_device_cancel(dev, ev), HT_OK);
   assert_int_equal(ht_device_wait(dev, ev, NULL), HT_OK);
   assert_true(ht_now() - t0 < 5); /* the end was seconds away: the flag stopped it */
-  dev->ops->program_free(dev, p);
-  dev->ops->buffer_free(dev, out);
+  ht_device_program_free(dev, p);
+  ht_device_buffer_free(dev, out);
 }
 
 static void test_doc_kernels(void **state) {
@@ -541,7 +580,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       FOR_ALL(test_async_vadd), FOR_ALL(test_async_poll), FOR_ALL(test_cancel),
       cmocka_unit_test(test_cancel_unsupported), FOR_ALL(test_offset), FOR_ALL(test_views),
-      FOR_ALL(test_copies_at), cmocka_unit_test(test_doc_kernels),
+      FOR_ALL(test_copies_at), cmocka_unit_test(test_calls_without_optional_ops),
+      cmocka_unit_test(test_doc_kernels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,7 +103,7 @@ static int64_t check_example(const struct example *e, const char *db) {
           (long long)failed);
   assert_true(sum->measured == CONFIGS || (uint64_t)sum->measured == sum->space_size);
   if (failed) {
-    ht_eval_filter f = {.kernel_name = spec->name};
+    ht_eval_filter f = {.kernel_name = ht_spec_name(spec)};
     assert_int_equal(ht_store_each_eval(st, &f, print_failure, NULL), HT_OK);
   }
   ht_store_close(st);

@@ -18,6 +18,7 @@
 #include "hetune/measure.h"
 #include "hetune/spec.h"
 #include "hetune/store.h"
+#include "spec/spec_struct.h" /* the generated source text */
 
 static char root[512];
 

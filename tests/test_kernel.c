@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "hetune/hetune.h"
+#include "spec/spec_struct.h"
 
 #define EXAMPLES HT_SOURCE_DIR "/examples"
 

@@ -373,7 +373,7 @@ static void test_confirm_fastest(void **state) {
   assert_int_equal(sum->confirmed, 6);
   assert_int_equal(sum->best_measurements, 3);
   config_times ct = {.config = sum->best_config};
-  ht_eval_filter f = {.kernel_name = spec->name};
+  ht_eval_filter f = {.kernel_name = ht_spec_name(spec)};
   assert_int_equal(ht_store_each_eval(st, &f, collect_config_times, &ct), HT_OK);
   assert_int_equal(ct.total, 12);
   assert_int_equal(ct.n, 3);

@@ -11,11 +11,15 @@
 #include <math.h>
 
 #include "cli_test_util.h"
+#include "device/backend.h"
 #include "device/sim.h"
 #include "hetune/device.h"
 #include "hetune/store.h"
 
 #define TINY HT_SOURCE_DIR "/tests/data/sim/tiny.json"
+#define STEPPED HT_SOURCE_DIR "/tests/data/sim/transfer_step.json"
+/* sim:0 of tiny.json, as fingerprinted before the link step and the speed change existed */
+#define TINY_GPU_FINGERPRINT "ddf330342dfb1d84"
 
 static char dir[64];
 
@@ -79,6 +83,26 @@ static void test_file_errors(void **state) {
   expect_file_error(OK_FIELDS ",\n      \"d2h\": {\"latency_s\": 1e-5}", "bad.json:5:14: ",
                     "devices[0].d2h: \"bytes_per_s\" is required");
   expect_file_error(OK_FIELDS ",\n      \"frobnicate\": 1", "unknown key \"frobnicate\" in devices[0] (known keys: name,");
+  /* the link's step and the speed change */
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 1024}", "bad.json:5:35: ",
+                    "devices[0].h2d.step_bytes: \"step_bytes\" and \"above\" go together");
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"above\": {\"bytes_per_s\": 2e9}}",
+                    "devices[0].h2d.above: \"step_bytes\" and \"above\" go together");
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 1.5, \"above\": {\"bytes_per_s\": 2e9}}",
+                    "devices[0].h2d.step_bytes: expected a whole number > 0, got 1.5");
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 9, \"above\": {\"latency_s\": 1}}",
+                    "bad.json:5:61: ", "devices[0].h2d.above: \"bytes_per_s\" is required");
+  expect_file_error(OK_FIELDS ",\n      \"d2h\": {\"bytes_per_s\": 1e9, \"step_bytes\": 9, \"above\": {\"bytes_per_s\": 1, \"step_bytes\": 2}}",
+                    "unknown key \"step_bytes\" in devices[0].d2h.above");
+  expect_file_error(OK_FIELDS ",\n      \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 9, \"above\": 5}",
+                    "devices[0].h2d.above: expected {\"latency_s\": seconds");
+  expect_file_error(OK_FIELDS ",\n      \"speed_change\": {\"after_launches\": 3}", "bad.json:5:23: ",
+                    "devices[0].speed_change: \"factor\" is required");
+  expect_file_error(OK_FIELDS ",\n      \"speed_change\": {\"after_launches\": 3, \"factor\": 0}",
+                    "devices[0].speed_change.factor: expected a number > 0, got 0");
+  expect_file_error(OK_FIELDS ",\n      \"speed_change\": {\"after_launch\": 3, \"factor\": 2}",
+                    "unknown key \"after_launch\" in devices[0].speed_change: did you mean \"after_launches\"?");
+  expect_file_error(OK_FIELDS ",\n      \"speed_change\": [3, 2]", "devices[0].speed_change: expected {\"after_launches\"");
   /* not JSON, not the top level expected, no file */
   write_text("syntax.json", "{\"devices\": [\n  {\"name\": \"d\",,}\n]}\n");
   setenv("HETUNE_SIM", in_dir("syntax.json"), 1);
@@ -133,14 +157,14 @@ static void test_devices_lists_sim(void **state) {
 static void test_info_and_fingerprint(void **state) {
   (void)state;
   ht_device *dev = open_sim(TINY, "sim:0");
-  assert_string_equal(dev->info.id, "sim:0");
-  assert_string_equal(dev->info.name, "tiny gpu");
-  assert_string_equal(dev->info.vendor, "hetune sim");
-  assert_int_equal(dev->info.global_mem_bytes, 1000000000);
-  assert_int_equal(dev->info.max_work_group_size, 256);
+  assert_string_equal(ht_device_info_get(dev)->id, "sim:0");
+  assert_string_equal(ht_device_info_get(dev)->name, "tiny gpu");
+  assert_string_equal(ht_device_info_get(dev)->vendor, "hetune sim");
+  assert_int_equal(ht_device_info_get(dev)->global_mem_bytes, 1000000000);
+  assert_int_equal(ht_device_info_get(dev)->max_work_group_size, 256);
   assert_true(ht_device_caps(dev) & HT_CAP_SIMULATED);
   char fp[17];
-  memcpy(fp, dev->info.fingerprint, sizeof fp);
+  memcpy(fp, ht_device_info_get(dev)->fingerprint, sizeof fp);
   ht_device_close(dev);
   /* the same numbers: the same device; one number changed: another */
   const char *a = "{\"devices\": [{\"name\": \"tiny gpu\", \"flops_per_s\": 1e12, \"memory_bytes\": 1e9}]}";
@@ -151,7 +175,7 @@ static void test_info_and_fingerprint(void **state) {
   const char *files[] = {"fa.json", "fb.json", "fc.json"};
   for (int i = 0; i < 3; i++) {
     dev = open_sim(in_dir(files[i]), "sim:0");
-    memcpy(fps[i], dev->info.fingerprint, 17);
+    memcpy(fps[i], ht_device_info_get(dev)->fingerprint, 17);
     ht_device_close(dev);
   }
   assert_string_equal(fps[0], fps[1]);
@@ -176,9 +200,9 @@ enum { N = 1000 };
 static void vadd_setup(ht_device *dev, vadd_run *v) {
   ht_source src = {HT_LANG_C, vadd_src, "vadd.c", "vadd", NULL};
   memset(v, 0, sizeof *v);
-  if (dev->ops->compile(dev, &src, NULL, &v->prog, NULL)) fail_msg("compile: %s", ht_last_error());
+  if (ht_device_compile(dev, &src, NULL, &v->prog, NULL)) fail_msg("compile: %s", ht_last_error());
   for (int i = 0; i < 3; i++) {
-    assert_int_equal(dev->ops->buffer_new(dev, N * sizeof(float), &v->buf[i]), HT_OK);
+    assert_int_equal(ht_device_buffer_new(dev, N * sizeof(float), &v->buf[i]), HT_OK);
     v->args[i] = (ht_arg){.is_buffer = 1, .buf = v->buf[i], .type = HT_DTYPE_F32};
   }
   v->args[3] = (ht_arg){.type = HT_DTYPE_I32, .value = ht_int(N)};
@@ -186,8 +210,8 @@ static void vadd_setup(ht_device *dev, vadd_run *v) {
 }
 
 static void vadd_free(ht_device *dev, vadd_run *v) {
-  for (int i = 0; i < 3; i++) dev->ops->buffer_free(dev, v->buf[i]);
-  dev->ops->program_free(dev, v->prog);
+  for (int i = 0; i < 3; i++) ht_device_buffer_free(dev, v->buf[i]);
+  ht_device_program_free(dev, v->prog);
 }
 
 static void test_kernel_times_follow_the_file(void **state) {
@@ -198,24 +222,24 @@ static void test_kernel_times_follow_the_file(void **state) {
   float a[N], b[N], c[N];
   for (int i = 0; i < N; i++) a[i] = (float)i, b[i] = 0.5f * (float)i;
   double t = -1;
-  assert_int_equal(dev->ops->buffer_write(dev, v.buf[1], a, sizeof a, &t), HT_OK);
-  assert_int_equal(dev->ops->buffer_write(dev, v.buf[2], b, sizeof b, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, v.buf[1], a, sizeof a, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, v.buf[2], b, sizeof b, &t), HT_OK);
   /* compute-bound: 2e9 flops at 1e12/s over 1e8 bytes at 1e11/s, plus 10 us of launch latency */
   v.l.work_flops = 2e9;
   v.l.work_bytes = 1e8;
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_OK);
   assert_true(t == 1e-5 + 2e9 / 1e12);
   /* memory-bound */
   v.l.work_flops = 1e6;
   v.l.work_bytes = 5e8;
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_OK);
   assert_true(t == 1e-5 + 5e8 / 1e11);
   /* the result is real */
-  assert_int_equal(dev->ops->buffer_read(dev, v.buf[0], c, sizeof c, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, v.buf[0], c, sizeof c, &t), HT_OK);
   for (int i = 0; i < N; i++) assert_true(c[i] == a[i] + b[i]);
   /* a roofline device cannot time a launch that carries no work */
   v.l.work_flops = v.l.work_bytes = 0;
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_ERR_RUNTIME);
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_ERR_RUNTIME);
   assert_non_null(strstr(ht_last_error(), "carries no work"));
   ht_sim_usage u;
   assert_int_equal(ht_sim_usage_get(dev, &u), HT_OK);
@@ -228,7 +252,7 @@ static void test_kernel_times_follow_the_file(void **state) {
   dev = open_sim(TINY, "sim:0");
   ht_source cl = {HT_LANG_OPENCL, "__kernel void k(){}", "k.cl", "k", NULL};
   ht_program *p = NULL;
-  assert_int_equal(dev->ops->compile(dev, &cl, NULL, &p, NULL), HT_ERR_COMPILE);
+  assert_int_equal(ht_device_compile(dev, &cl, NULL, &p, NULL), HT_ERR_COMPILE);
   assert_non_null(strstr(ht_last_error(), "a simulated device runs C sources"));
   ht_device_close(dev);
   assert_int_equal(ht_sim_usage_get(NULL, &u), HT_ERR_INVALID);
@@ -239,7 +263,7 @@ static void launch_series(double *t, int n) {
   ht_device *dev = open_sim(TINY, "sim:1");
   vadd_run v;
   vadd_setup(dev, &v);
-  for (int i = 0; i < n; i++) assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t[i]), HT_OK);
+  for (int i = 0; i < n; i++) assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t[i]), HT_OK);
   vadd_free(dev, &v);
   ht_device_close(dev);
 }
@@ -266,37 +290,135 @@ static void test_transfer_times_follow_the_file(void **state) {
   ht_device *dev = open_sim(TINY, "sim:0");
   ht_buffer *b = NULL;
   static char host[1000000];
-  assert_int_equal(dev->ops->buffer_new(dev, sizeof host, &b), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, sizeof host, &b), HT_OK);
   double t = -1;
-  assert_int_equal(dev->ops->buffer_write(dev, b, host, sizeof host, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, b, host, sizeof host, &t), HT_OK);
   assert_true(t == 1e-5 + 1e6 / 1e10);
-  assert_int_equal(dev->ops->buffer_read(dev, b, host, 1000, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_read(dev, b, host, 1000, &t), HT_OK);
   assert_true(t == 2e-5 + 1e3 / 5e9);
   ht_sim_usage u;
   assert_int_equal(ht_sim_usage_get(dev, &u), HT_OK);
   assert_int_equal(u.transfers, 2);
   assert_true(fabs(u.energy_j - 10 * (1e-5 + 1e-4 + 2e-5 + 2e-7)) < 1e-15);
-  dev->ops->buffer_free(dev, b);
+  ht_device_buffer_free(dev, b);
   ht_device_close(dev);
   /* no h2d/d2h in the file: transfers take no time */
   dev = open_sim(TINY, "sim:1");
-  assert_int_equal(dev->ops->buffer_new(dev, sizeof host, &b), HT_OK);
-  assert_int_equal(dev->ops->buffer_write(dev, b, host, sizeof host, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, sizeof host, &b), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, b, host, sizeof host, &t), HT_OK);
   assert_true(t == 0);
-  dev->ops->buffer_free(dev, b);
+  ht_device_buffer_free(dev, b);
   ht_device_close(dev);
+}
+
+/* A link with a step: copies of more than step_bytes use the "above" figures; the step and the
+ * speed change are part of the fingerprint, and a file without them keeps its old one. */
+static void test_transfer_step(void **state) {
+  (void)state;
+  ht_device *dev = open_sim(STEPPED, "sim:0");
+  ht_buffer *b = NULL;
+  static char host[2 << 20];
+  assert_int_equal(dev->ops->buffer_new(dev, sizeof host, &b), HT_OK);
+  double t = -1;
+  assert_int_equal(dev->ops->buffer_write(dev, b, host, 1 << 20, &t), HT_OK);
+  assert_true(t == 25e-6 + 1048576 / 6.3e9);
+  assert_int_equal(dev->ops->buffer_write(dev, b, host, (1 << 20) + 1, &t), HT_OK);
+  assert_true(t == 50e-6 + 1048577 / 8e9);
+  assert_int_equal(dev->ops->buffer_read(dev, b, host, sizeof host, &t), HT_OK); /* no step on d2h */
+  assert_true(t == 30e-6 + sizeof host / 5.5e9);
+  dev->ops->buffer_free(dev, b);
+  char fp[17];
+  memcpy(fp, dev->info.fingerprint, sizeof fp);
+  ht_device_close(dev);
+  write_text("nostep.json", "{\"devices\": [{\"name\": \"d\", \"seconds_per_unit\": 1, \"memory_bytes\": 1e6,"
+                            " \"h2d\": {\"bytes_per_s\": 1e9}}]}");
+  write_text("step.json", "{\"devices\": [{\"name\": \"d\", \"seconds_per_unit\": 1, \"memory_bytes\": 1e6,"
+                          " \"h2d\": {\"bytes_per_s\": 1e9, \"step_bytes\": 8, \"above\": {\"bytes_per_s\": 1e9}}}]}");
+  write_text("speed.json", "{\"devices\": [{\"name\": \"d\", \"seconds_per_unit\": 1, \"memory_bytes\": 1e6,"
+                           " \"h2d\": {\"bytes_per_s\": 1e9}, \"speed_change\": {\"after_launches\": 0, \"factor\": 1}}]}");
+  const char *files[] = {"nostep.json", "step.json", "speed.json"};
+  char fps[3][17];
+  for (int i = 0; i < 3; i++) {
+    dev = open_sim(in_dir(files[i]), "sim:0");
+    memcpy(fps[i], dev->info.fingerprint, 17);
+    ht_device_close(dev);
+  }
+  assert_string_not_equal(fps[0], fps[1]);
+  assert_string_not_equal(fps[0], fps[2]);
+  assert_string_not_equal(fps[1], fps[2]);
+  assert_string_not_equal(fp, fps[0]);
+  /* the fingerprint of a file without the later keys, as hetune computed it before they existed */
+  dev = open_sim(TINY, "sim:0");
+  assert_string_equal(dev->info.fingerprint, TINY_GPU_FINGERPRINT);
+  ht_device_close(dev);
+}
+
+/* Kernel times of n launches of the stepped device, with ht_sim_set_speed(factor) before launch
+ * set_at (-1: never). */
+static void speed_series(double *t, int n, int set_at, double factor) {
+  ht_device *dev = open_sim(STEPPED, "sim:0");
+  vadd_run v;
+  vadd_setup(dev, &v);
+  v.l.work_flops = 1e9; /* 1 ms at 1e12 flop/s, plus 10 us of latency */
+  for (int i = 0; i < n; i++) {
+    if (i == set_at) assert_int_equal(ht_sim_set_speed(dev, factor), HT_OK);
+    assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t[i]), HT_OK);
+  }
+  vadd_free(dev, &v);
+  ht_device_close(dev);
+}
+
+/* "speed_change": {"after_launches": 3, "factor": 2}: launches 4 on take twice as long; and
+ * ht_sim_set_speed multiplies from the call on; both the same on every run. */
+static void test_speed_change(void **state) {
+  (void)state;
+  double a[8], b[8], c[8], base = 1e-5 + 1e9 / 1e12;
+  speed_series(a, 8, -1, 1);
+  speed_series(b, 8, -1, 1);
+  for (int i = 0; i < 8; i++) {
+    assert_true(a[i] == b[i]);
+    assert_true(a[i] == (i < 3 ? base : 2 * base));
+  }
+  speed_series(c, 8, 1, 0.5); /* half the time from launch 2 on, then the file's change on top */
+  for (int i = 0; i < 8; i++) assert_true(c[i] == (i < 1 ? base : i < 3 ? 0.5 * base : base));
+  speed_series(b, 8, 1, 0.5);
+  for (int i = 0; i < 8; i++) assert_true(b[i] == c[i]);
+  /* a later call replaces the factor; bad factors and other devices are refused */
+  ht_device *dev = open_sim(STEPPED, "sim:0");
+  vadd_run v;
+  vadd_setup(dev, &v);
+  v.l.work_flops = 1e9;
+  double t = 0;
+  assert_int_equal(ht_sim_set_speed(dev, 3), HT_OK);
+  assert_int_equal(ht_sim_set_speed(dev, 4), HT_OK);
+  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK);
+  assert_true(t == 4 * base);
+  assert_int_equal(ht_sim_set_speed(dev, 0), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "speed factor 0: expected a finite number > 0"));
+  assert_int_equal(ht_sim_set_speed(dev, NAN), HT_ERR_INVALID);
+  ht_sim_usage u;
+  assert_int_equal(ht_sim_usage_get(dev, &u), HT_OK);
+  assert_true(u.kernel_s == t);
+  vadd_free(dev, &v);
+  ht_device_close(dev);
+  ht_device *host = NULL;
+  assert_int_equal(ht_device_open("c", &host), HT_OK);
+  assert_int_equal(ht_sim_set_speed(host, 2), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "c:0 is not a simulated device"));
+  ht_device_close(host);
+  assert_int_equal(ht_sim_set_speed(NULL, 2), HT_ERR_INVALID);
 }
 
 static void test_memory_limit(void **state) {
   (void)state;
   ht_device *dev = open_sim(TINY, "sim:1"); /* 1e8 bytes */
   ht_buffer *a = NULL, *b = NULL;
-  assert_int_equal(dev->ops->buffer_new(dev, 60000000, &a), HT_OK);
-  assert_int_equal(dev->ops->buffer_new(dev, 60000000, &b), HT_ERR_DEVICE);
+  assert_int_equal(ht_device_buffer_new(dev, 60000000, &a), HT_OK);
+  assert_int_equal(ht_device_buffer_new(dev, 60000000, &b), HT_ERR_DEVICE);
   assert_non_null(strstr(ht_last_error(), "sim:1 (tiny cpu): out of device memory: 60000000 bytes asked"));
-  dev->ops->buffer_free(dev, a);
-  assert_int_equal(dev->ops->buffer_new(dev, 60000000, &b), HT_OK);
-  dev->ops->buffer_free(dev, b);
+  ht_device_buffer_free(dev, a);
+  assert_int_equal(ht_device_buffer_new(dev, 60000000, &b), HT_OK);
+  ht_device_buffer_free(dev, b);
   ht_device_close(dev);
 }
 
@@ -310,21 +432,21 @@ static void test_real_sleeps(void **state) {
   vadd_run v;
   vadd_setup(dev, &v);
   double t = 0, w0 = ht_now();
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK); /* 1000 work-items */
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_OK); /* 1000 work-items */
   double wall = ht_now() - w0;
   assert_true(t == 5e-5 * N);
   assert_true(wall >= t);
   assert_true(wall < t + 10); /* generous: a loaded machine */
   w0 = ht_now();
   static float host[N];
-  assert_int_equal(dev->ops->buffer_write(dev, v.buf[0], host, sizeof host, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(dev, v.buf[0], host, sizeof host, &t), HT_OK);
   assert_true(ht_now() - w0 >= t && t >= 0.03);
   vadd_free(dev, &v);
   ht_device_close(dev);
   dev = open_sim(in_dir("real.json"), "sim:1");
   vadd_setup(dev, &v);
   w0 = ht_now();
-  assert_int_equal(dev->ops->launch(dev, v.prog, &v.l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(dev, v.prog, &v.l, &t), HT_OK);
   assert_true(t == 1.0 * N && ht_now() - w0 < 100); /* 1000 s modelled, not waited for */
   vadd_free(dev, &v);
   ht_device_close(dev);
@@ -335,18 +457,18 @@ static void test_shipped_file(void **state) {
   (void)state;
   const char *file = HT_SOURCE_DIR "/data/sim/pcie_gpu.json";
   ht_device *gpu = open_sim(file, "sim:0"), *cpu = open_sim(file, "sim:1");
-  assert_non_null(strstr(gpu->info.name, "A100"));
-  assert_int_equal(gpu->info.warp_size, 32);
-  assert_int_equal(cpu->info.warp_size, 1);
+  assert_non_null(strstr(ht_device_info_get(gpu)->name, "A100"));
+  assert_int_equal(ht_device_info_get(gpu)->warp_size, 32);
+  assert_int_equal(ht_device_info_get(cpu)->warp_size, 1);
   vadd_run v;
   vadd_setup(gpu, &v);
   v.l.work_flops = 1e7; /* memory-bound: 1.2e8 bytes at 1,555 GB/s */
   v.l.work_bytes = 1.2e8;
   double t = 0, clean = 5e-6 + 1.2e8 / 1.555e12;
-  assert_int_equal(gpu->ops->launch(gpu, v.prog, &v.l, &t), HT_OK);
+  assert_int_equal(ht_device_launch(gpu, v.prog, &v.l, &t), HT_OK);
   assert_true(t > 0.8 * clean && t < 1.2 * clean); /* 2% noise */
   static float host[N];
-  assert_int_equal(gpu->ops->buffer_write(gpu, v.buf[1], host, sizeof host, &t), HT_OK);
+  assert_int_equal(ht_device_buffer_write(gpu, v.buf[1], host, sizeof host, &t), HT_OK);
   assert_true(t == 10e-6 + sizeof host / 25e9); /* PCIe 4.0 x16, pinned */
   vadd_free(gpu, &v);
   ht_device_close(gpu);
@@ -456,6 +578,8 @@ int main(void) {
       cmocka_unit_test(test_kernel_times_follow_the_file),
       cmocka_unit_test(test_noise_is_seeded),
       cmocka_unit_test(test_transfer_times_follow_the_file),
+      cmocka_unit_test(test_transfer_step),
+      cmocka_unit_test(test_speed_change),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_real_sleeps),
       cmocka_unit_test(test_shipped_file),

@@ -1,6 +1,6 @@
-/* Device backends behind one vtable: "c" (system compiler + dlopen + libffi), "opencl" (any ICD),
- * "cuda" (driver API + NVRTC loaded with dlopen). One file per backend in src/device/, one row in
- * the registry (src/device/registry.c). */
+/* Devices, one interface over the backends: "c" (system compiler + dlopen + libffi), "opencl" (any
+ * ICD), "cuda" (driver API + NVRTC loaded with dlopen), "sim" (simulated devices from a JSON file).
+ * An open device is an opaque ht_device used through the ht_device_* calls (docs/runtime.md). */
 #ifndef HETUNE_DEVICE_H
 #define HETUNE_DEVICE_H
 
@@ -94,77 +94,20 @@ typedef struct ht_launch {
                                   * device's time comes from them */
 } ht_launch;
 
-/* What a backend can do besides compiling and running synchronously (ht_backend_ops.caps). A
- * call that needs a capability the backend lacks returns HT_ERR_UNSUPPORTED, never crashes. */
+/* What a device can do besides compiling and running synchronously (ht_device_caps). A call that
+ * needs a capability the device lacks returns HT_ERR_UNSUPPORTED, never crashes. */
 enum {
-  HT_CAP_ASYNC = 1u << 0,     /* launch_async returns while the kernel runs */
+  HT_CAP_ASYNC = 1u << 0,     /* ht_device_launch_async returns while the kernel runs */
   HT_CAP_OFFSET = 1u << 1,    /* ht_launch.offset is honoured */
-  HT_CAP_CANCEL = 1u << 2,    /* cancel raises the stop flag of a launch in flight */
-  HT_CAP_VIEWS = 1u << 3,     /* buffer_view gives sub-ranges usable as kernel arguments */
+  HT_CAP_CANCEL = 1u << 2,    /* ht_device_cancel raises the stop flag of a launch in flight */
+  HT_CAP_VIEWS = 1u << 3,     /* ht_device_buffer_view gives sub-ranges usable as kernel arguments */
   HT_CAP_SIMULATED = 1u << 4, /* times are modelled, not measured (the sim backend) */
-  HT_CAP_HOST_MEMORY = 1u << 5, /* kernels use host memory itself: buffer_wrap, nothing to copy */
+  HT_CAP_HOST_MEMORY = 1u << 5, /* kernels use host memory itself: nothing to copy (the c backend) */
 };
 
 typedef struct ht_event ht_event; /* one launch in flight; backend-defined */
 
-typedef struct ht_device ht_device;
-
-typedef struct ht_backend_ops {
-  const char *name;
-  /* Lists this backend's devices (up to max) into out. Zero devices is not an error. A backend
-   * that cannot run here (no driver) returns HT_ERR_UNSUPPORTED with the reason. */
-  ht_status (*probe)(ht_device_info *out, int max, int *n);
-  /* Opens device number index of probe's list: creates its context/queue; fills dev->impl. */
-  ht_status (*open)(ht_device *dev, int index);
-  void (*close)(ht_device *dev);
-  /* Compiles (or loads from the on-disk cache, keyed by source, defines, flags and compiler). A
-   * source that does not compile returns HT_ERR_COMPILE with the compiler log in info->log. */
-  ht_status (*compile)(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
-                       ht_compile_info *info);
-  void (*program_free)(ht_device *dev, ht_program *p);
-  /* Runs the kernel once, synchronously. *kernel_s: device time from events (OpenCL profiling,
-   * CUDA events) or CLOCK_MONOTONIC around the call (c). */
-  ht_status (*launch)(ht_device *dev, ht_program *p, const ht_launch *l, double *kernel_s);
-  ht_status (*buffer_new)(ht_device *dev, size_t bytes, ht_buffer **out);
-  ht_status (*buffer_write)(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds);
-  ht_status (*buffer_read)(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds);
-  void (*buffer_free)(ht_device *dev, ht_buffer *b);
-  /* ---- optional (NULL when absent; the ht_device_* wrappers below fall back or say so) ---- */
-  unsigned caps; /* HT_CAP_* */
-  /* Starts the kernel and returns; *out is waited for exactly once (and polled any number of times
-   * before). Buffers and the program must live until the wait. */
-  ht_status (*launch_async)(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out);
-  /* Waits for the launch, frees the event; *kernel_s as launch gives it. */
-  ht_status (*wait)(ht_device *dev, ht_event *e, double *kernel_s);
-  int (*poll)(ht_device *dev, ht_event *e); /* 1: finished (wait returns at once), 0: running */
-  ht_status (*cancel)(ht_device *dev, ht_event *e); /* raises the launch's stop flag; wait still follows */
-  /* bytes at byte offset of buffer b, as a buffer of its own (freed with buffer_free, before b; a b
-   * freed first is kept until its last view goes). A view of a view is a view of the same buffer.
-   * HT_ERR_INVALID outside b or empty; HT_ERR_UNSUPPORTED when this offset cannot be one
-   * (OpenCL's base-address alignment): copy the range instead. */
-  ht_status (*buffer_view)(ht_device *dev, ht_buffer *b, size_t offset, size_t bytes, ht_buffer **out);
-  /* Copies between host memory and bytes at byte offset of b. */
-  ht_status (*buffer_write_at)(ht_device *dev, ht_buffer *b, size_t offset, const void *host, size_t bytes,
-                               double *seconds);
-  ht_status (*buffer_read_at)(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes,
-                              double *seconds);
-  /* (HT_CAP_HOST_MEMORY) The caller's bytes at host as a buffer, not copied: kernels read and write
-   * them in place. buffer_free leaves the memory to its owner. */
-  ht_status (*buffer_wrap)(ht_device *dev, void *host, size_t bytes, ht_buffer **out);
-} ht_backend_ops;
-
-/* An open device: the public handle every backend call goes through. */
-struct ht_device {
-  const ht_backend_ops *ops;
-  ht_device_info info;
-  int index;  /* in the backend's probe list */
-  void *impl; /* backend state */
-};
-
-/* Registry. */
-int ht_backend_count(void);
-const ht_backend_ops *ht_backend_at(int i);
-const ht_backend_ops *ht_backend_find(const char *name);
+typedef struct ht_device ht_device; /* an open device (opaque: used through the calls below) */
 
 /* Opens a device by id: "c", "c:0", "opencl" (first), "opencl:0:0", "cuda", "cuda:0".
  * Unknown backend or device -> HT_ERR_NOTFOUND naming the id and listing what exists. */
@@ -174,8 +117,47 @@ void ht_device_close(ht_device *dev);
  * that could not run, e.g. "cuda: libcuda.so.1 not found". */
 ht_status ht_device_list(ht_device_info **infos, int *n, ht_buf *notes);
 
+/* What ht_device_list gives for this device: its id, name, limits and fingerprint. */
+const ht_device_info *ht_device_info_get(const ht_device *dev);
 /* The device's HT_CAP_* bits. */
 unsigned ht_device_caps(const ht_device *dev);
+
+/* ---- programs and launches ---- */
+
+/* Compiles src with the -D defines defs (may be NULL), or loads it from the on-disk cache (keyed by
+ * source, defines, flags and compiler). A source that does not compile: HT_ERR_COMPILE, the first
+ * error line in the message and the whole log in info->log. info may be NULL; the caller frees
+ * info->log. */
+ht_status ht_device_compile(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
+                            ht_compile_info *info);
+void ht_device_program_free(ht_device *dev, ht_program *p);
+/* Runs the kernel once and waits for it. *kernel_s (kernel_s may be NULL): device time from events
+ * (OpenCL profiling, CUDA events), the modelled time (sim), or CLOCK_MONOTONIC around the call (c). */
+ht_status ht_device_launch(ht_device *dev, ht_program *p, const ht_launch *l, double *kernel_s);
+
+/* ---- buffers: seconds (may be NULL) gets the copy's time ---- */
+
+ht_status ht_device_buffer_new(ht_device *dev, size_t bytes, ht_buffer **out);
+/* Frees a buffer or a view (a view before its buffer; a buffer freed first is kept until its
+ * last view goes). */
+void ht_device_buffer_free(ht_device *dev, ht_buffer *b);
+/* Copies bytes from host to the start of b, or from the start of b to host. */
+ht_status ht_device_buffer_write(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds);
+ht_status ht_device_buffer_read(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds);
+/* The same at byte offset of b; HT_ERR_INVALID outside b, HT_ERR_UNSUPPORTED for a nonzero offset
+ * on a device that cannot copy at one. */
+ht_status ht_device_buffer_write_at(ht_device *dev, ht_buffer *b, size_t offset, const void *host, size_t bytes,
+                                    double *seconds);
+ht_status ht_device_buffer_read_at(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes,
+                                   double *seconds);
+/* bytes at byte offset of b as a buffer of its own, usable as a kernel argument (HT_CAP_VIEWS); a
+ * view of a view is a view of the same buffer. HT_ERR_INVALID outside b or empty;
+ * HT_ERR_UNSUPPORTED without views or where this offset cannot be one (OpenCL's base-address
+ * alignment): copy the range instead. */
+ht_status ht_device_buffer_view(ht_device *dev, ht_buffer *b, size_t offset, size_t bytes, ht_buffer **out);
+
+/* ---- launches in flight ---- */
+
 /* Launches without waiting where the backend can (HT_CAP_ASYNC); elsewhere runs the kernel to the
  * end first, so the wait that must follow returns at once. */
 ht_status ht_device_launch_async(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out);

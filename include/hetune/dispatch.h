@@ -79,6 +79,7 @@ ht_status ht_computation_set_options(ht_computation *c, const char *options);
 ht_status ht_computation_finish(ht_computation *c);
 void ht_computation_destroy(ht_computation *c);
 
+const char *ht_computation_name(const ht_computation *c);
 int ht_computation_variant_count(const ht_computation *c);
 /* "scale_c NTHREADS=1 on c" */
 const char *ht_computation_variant_label(const ht_computation *c, int variant);

@@ -100,6 +100,60 @@ ht_status ht_bandwidth_measure(const char *device_id, double min_bytes, double m
                                const ht_runner_options *opt, ht_bandwidth_progress_fn progress, void *ctx,
                                ht_bandwidth_curve *out);
 
+/* ---- host<->device transfer times (src/measure/transfer.c) ---- */
+
+/* How long copies between host memory and a device take, by size and direction: measured points
+ * with strictly increasing bytes, piecewise affine between them. Dispatch adds these times to a
+ * device's predicted kernel time. A device that works in host memory (the c backend) has an empty
+ * table: nothing to copy. */
+typedef enum ht_transfer_dir { HT_H2D = 0, HT_D2H = 1 } ht_transfer_dir;
+#define HT_TRANSFER_MAX_POINTS 256
+typedef struct ht_transfer_table {
+  int n[2];                                /* points per direction */
+  double bytes[2][HT_TRANSFER_MAX_POINTS]; /* strictly increasing */
+  double seconds[2][HT_TRANSFER_MAX_POINTS];
+} ht_transfer_table;
+
+/* "h2d" or "d2h" ("?" for anything else). */
+const char *ht_transfer_dir_name(ht_transfer_dir dir);
+/* Seconds to copy `bytes` in direction dir: linear interpolation between measured points; below
+ * the first point, the first point's time; beyond the last, the last segment's line (never below the
+ * last point's time). 0 for an empty direction (a host device: nothing to copy). */
+double ht_transfer_time(const ht_transfer_table *t, ht_transfer_dir dir, double bytes);
+
+/* Called after each measured point (points: how many that direction has now), for progress output. */
+typedef void (*ht_transfer_progress_fn)(ht_transfer_dir dir, double bytes, double seconds, int points, void *ctx);
+typedef struct ht_transfer_options {
+  double min_bytes, max_bytes; /* sizes measured (default 1 B to 256 MiB; the device's max allocation
+                                * and global memory cap max_bytes) */
+  int max_points;              /* per direction, 2..HT_TRANSFER_MAX_POINTS (default 200) */
+  double tolerance;            /* a point within this relative distance of its segment's line
+                                * continues the segment (default 0.10) */
+  int min_runs, max_runs;      /* copies timed per point (default 5 and 50; max_runs <= HT_MAX_SAMPLES) */
+  double rsd_target;           /* ...stopping once their stddev/mean is below this (default 0.05) */
+  double max_time_s;           /* ...or once they add up to this many seconds (default 0.5) */
+  ht_transfer_progress_fn progress; /* may be NULL */
+  void *progress_ctx;
+} ht_transfer_options;
+void ht_transfer_options_default(ht_transfer_options *o);
+/* Measures both directions on an open device. Sizes start at min_bytes with a stride of 64 bytes
+ * (or min_bytes / 8 if larger);
+ * each point's bandwidth (bytes / time) is compared with the least-squares line through the points
+ * of the current segment: within `tolerance`, the point joins the segment and the stride doubles;
+ * otherwise the stride is divided by 4 and a new segment starts from the last accepted point (the
+ * rejected point stays in the table: it is a measurement like the others). max_bytes is measured
+ * last. A point is the median of a series of timed copies (after one untimed copy) under the rsd
+ * rule; times are the backend's buffer_write / buffer_read seconds (OpenCL profiling and
+ * CUDA events; a simulated device's model). A host device (backend "c"), or a direction whose
+ * copies take no time, gives an empty direction. Errors: bad options (naming the field), no
+ * memory for the buffers, a failed copy. */
+ht_status ht_transfer_measure(ht_device *dev, const ht_transfer_options *opt, ht_transfer_table *out);
+/* CSV with the header "direction,bytes,seconds" (direction h2d|d2h, bytes increasing within a
+ * direction; '#' lines are comments); a header alone is an empty table. Errors name file:line. */
+ht_status ht_transfer_load(const char *path, ht_transfer_table *out);
+/* Writes the table as that CSV (atomically), with `comment` as a first '#' line when not NULL. */
+ht_status ht_transfer_save(const char *path, const ht_transfer_table *t, const char *comment);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,69 +17,7 @@ typedef enum ht_init_kind {
 
 typedef enum ht_access { HT_ACCESS_READ = 1, HT_ACCESS_WRITE = 2, HT_ACCESS_READWRITE = 3 } ht_access;
 
-typedef struct ht_spec_arg {
-  char *name;
-  int is_buffer;
-  int is_stop_flag; /* "stop": true: the cancellation flag the kernel polls (no buffer, no value) */
-  ht_dtype type;
-  ht_expr *length; /* buffers: elements, an expression of sizes */
-  ht_expr *value;  /* scalars: expression of sizes and parameters */
-  ht_init_kind init;
-  double lo, hi;   /* random range */
-  double fill;
-  char *file;      /* HT_INIT_FILE: resolved path */
-  ht_access access;
-} ht_spec_arg;
-
-/* A launchable kernel: the tuned one or the reference. */
-typedef struct ht_spec_kernel {
-  ht_language lang;
-  char *source_path; /* resolved */
-  char *source_text;
-  char *entry;
-  char *flags;
-  int dims;                        /* 0 for c */
-  ht_expr *global[3];              /* total work-items (already combined from grid/grid_div/mul/div) */
-  ht_expr *local[3];               /* NULL = runtime chooses */
-  int n_defines;
-  char **define_names, **define_values; /* fixed defines */
-} ht_spec_kernel;
-
-typedef struct ht_spec_param {
-  char *name;
-  int n_values;
-  ht_value *values; /* strings owned by the spec */
-} ht_spec_param;
-
-typedef struct ht_spec {
-  char *path;       /* the spec file */
-  char *name;
-  ht_spec_kernel kernel;
-  int has_reference;
-  ht_spec_kernel reference;
-  double rtol, atol; /* < 0: default by element type */
-  int size_defines;
-  uint64_t seed;
-  int n_sizes;
-  char **size_names;
-  int64_t *size_values;
-  int n_args;
-  ht_spec_arg *args;
-  int n_params;
-  ht_spec_param *params;
-  int n_constraints;
-  char **constraints;
-  int n_metrics;
-  char **metric_names;
-  ht_expr **metrics;
-  ht_expr *work_flops, *work_bytes; /* "work": what one run computes and moves (NULL when not given) */
-  /* The variable table every expression of the spec is compiled against:
-   * [params..., sizes..., device constants..., time_s, time_ms]. */
-  int n_names;
-  const char **names;
-  int first_size, first_device, slot_time_s, slot_time_ms;
-  char source_hash[17]; /* hash of sources + everything that changes what is measured */
-} ht_spec;
+typedef struct ht_spec ht_spec; /* a loaded or built spec (opaque: read it with the calls below) */
 
 /* Loads and checks a spec. Errors name file:line:column (JSON) or file: field: column (expressions). */
 ht_status ht_spec_load(const char *path, ht_spec **out);
@@ -90,25 +28,46 @@ ht_status ht_spec_set_size(ht_spec *s, const char *assignment);
 /* Canonical problem text "M=1024,N=512" (spec order). Returns chars written. */
 int ht_spec_problem_key(const ht_spec *s, char *buf, size_t len);
 
-/* The -D defines a compile of kernel k (the spec's or its reference) gets: k's fixed defines,
- * then the parameters' values (with_params), then the sizes unless size_defines is false; vars as
- * ht_spec_bind fills them. The names and values point into s and into d itself. */
-typedef struct ht_spec_defines {
-  int n;
-  const char *names[HT_MAX_PARAMS + 96];
-  const char *values[HT_MAX_PARAMS + 96];
-  char text[HT_MAX_PARAMS + 96][64]; /* numbers formatted; string values point into the spec */
-} ht_spec_defines;
-void ht_spec_defines_fill(const ht_spec *s, const ht_spec_kernel *k, const ht_value *vars, int with_params,
-                          ht_spec_defines *d);
+/* ---- reading a spec: an index out of range gives NULL, 0 or -1 ---- */
+
+/* The kernel's name in the store ("name" of the file, or ht_kernel_create's). */
+const char *ht_spec_name(const ht_spec *s);
+/* The spec file it was loaded from; NULL for a spec built in code. */
+const char *ht_spec_path(const ht_spec *s);
+/* The identity (16 hex digits): a hash of the sources, the headers they include and everything that
+ * changes what is measured; the store keys evaluations by it. */
+const char *ht_spec_identity(const ht_spec *s);
+/* The language of the tuned kernel (its reference may differ). */
+ht_language ht_spec_language(const ht_spec *s);
+/* Problem sizes in the spec's order: how many, the name and current value (-1 out of range) of one. */
+int ht_spec_size_count(const ht_spec *s);
+const char *ht_spec_size_name(const ht_spec *s, int i);
+int64_t ht_spec_size_value(const ht_spec *s, int i);
+/* Kernel arguments in the kernel's order: how many, and argument i's name, type (a buffer's element
+ * type), whether it is a buffer or the stop flag, and how the kernel uses it. */
+int ht_spec_arg_count(const ht_spec *s);
+const char *ht_spec_arg_name(const ht_spec *s, int i);
+ht_dtype ht_spec_arg_type(const ht_spec *s, int i);
+int ht_spec_arg_is_buffer(const ht_spec *s, int i);
+int ht_spec_arg_is_stop_flag(const ht_spec *s, int i);
+ht_access ht_spec_arg_access(const ht_spec *s, int i);
+/* Tunable parameters in the order of ht_config.idx: how many, parameter i's name, its number of
+ * values and value v (strings owned by the spec). */
+int ht_spec_param_count(const ht_spec *s);
+const char *ht_spec_param_name(const ht_spec *s, int i);
+int ht_spec_param_value_count(const ht_spec *s, int i);
+ht_value ht_spec_param_value(const ht_spec *s, int i, int v);
+/* Constraints as text, in order. */
+int ht_spec_constraint_count(const ht_spec *s);
+const char *ht_spec_constraint_text(const ht_spec *s, int i);
+/* Appends a constraint, compiled (and its errors reported) when a space is built: it restricts the
+ * spaces built from s from then on; the identity does not change. */
+ht_status ht_spec_add_constraint(ht_spec *s, const char *expr);
+/* Removes constraint i (HT_ERR_INVALID when there is none). */
+ht_status ht_spec_remove_constraint(ht_spec *s, int i);
 
 /* Builds the search space for a device (its limits are constants of the constraints). */
 ht_status ht_spec_build_space(const ht_spec *s, const ht_device_info *dev, ht_space **out);
-
-/* Fills vars (n_names values) with the config's parameters, the sizes and the device constants;
- * time slots are set to NAN. */
-void ht_spec_bind(const ht_spec *s, const ht_space *space, const ht_config *cfg, const ht_device_info *dev,
-                  ht_value *vars);
 
 /* The space as JSON {"TX":[8,16],...} (malloc'ed), for the store. */
 char *ht_spec_space_json(const ht_spec *s);

@@ -8,6 +8,7 @@
 
 #include "hetune/core.h"
 #include "hetune/device.h"
+#include "hetune/measure.h"
 #include "hetune/result.h"
 
 #ifdef __cplusplus
@@ -116,14 +117,18 @@ ht_status ht_store_put_model(ht_store *st, const ht_model_record *rec, int64_t *
 typedef int (*ht_model_visit_fn)(const ht_model_record *rec, void *ctx);
 ht_status ht_store_each_model(ht_store *st, const char *name, const char *kernel_name, ht_model_visit_fn fn, void *ctx);
 
-/* The log of per-call dispatch (include/hetune/dispatch.h): one row per call run. variant_key
- * identifies the variant across programs (its kernel identity, device fingerprint and config). */
+/* The log of per-call dispatch (include/hetune/dispatch.h): one row per run of calls alike (same
+ * variant, config, sizes and decision source; at most 64), with the times of its median call.
+ * variant_key identifies the variant across programs (its kernel identity, device fingerprint and
+ * config). */
 typedef struct ht_dispatch_record {
   const char *computation, *variant, *variant_key;
   const char *config, *sizes; /* sizes: canonical "N=1024,M=8" */
   const char *source;         /* the decision's source ("measured", "explore", ...) */
   double predicted_s;         /* the decision's expected total (NAN: none) */
-  double kernel_s, h2d_s, d2h_s, timestamp;
+  int64_t calls;              /* calls the row stands for (>= 1) */
+  double kernel_s, h2d_s, d2h_s; /* of the median call */
+  double timestamp;           /* of the first call */
 } ht_dispatch_record;
 /* Appends n records in one transaction. */
 ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs, int n);
@@ -132,6 +137,14 @@ ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs
 typedef int (*ht_dispatch_visit_fn)(const ht_dispatch_record *rec, void *ctx);
 ht_status ht_store_each_dispatch_log(ht_store *st, const char *computation, int64_t newest, ht_dispatch_visit_fn fn,
                                      void *ctx);
+
+/* Host<->device transfer tables (ht_transfer_table, hetune/measure.h), keyed by the device's
+ * fingerprint. put replaces the device's previous table (and stores the device) in one
+ * transaction; a table with no points (a host device) leaves no rows. get: *found = 0 when the
+ * device has no points, as in a database older than the transfers table. */
+ht_status ht_store_put_transfers(ht_store *st, const ht_device_info *info, const ht_transfer_table *t);
+ht_status ht_store_get_transfers(ht_store *st, const ht_device_info *info, ht_transfer_table *out, int *found);
+
 /* Exports. CSV: one row per evaluation, a header row, parameters as columns when one kernel is
  * selected. T4: the results JSON schema shared by Kernel Tuner, KTT and BAT
  * (schema_version, results[] with timestamp, configuration, times, compile_time, invalidity, ...). */

@@ -45,7 +45,7 @@ typedef struct dispatch_cli {
 /* --size options over the spec's own sizes. */
 static int read_sizes(dispatch_cli *d, const char *cmd) {
   const ht_spec *s = ht_computation_spec(d->c);
-  d->n_sizes = s->n_sizes;
+  d->n_sizes = ht_spec_size_count(s);
   for (int i = 0; i < d->a.n_opt; i++) {
     if (strcmp(d->a.opt_name[i], "size")) continue;
     if (ht_features_parse_problem(s, d->a.opt_value[i], d->sizes, "--size"))
@@ -60,8 +60,8 @@ static int open_all(dispatch_cli *d, const char *cmd) {
   ht_status st = ht_computation_load(d->a.pos[1], d->st, &d->c);
   if (st) return cli_fail_device(cmd, st);
   const ht_spec *s = ht_computation_spec(d->c);
-  if (s->n_sizes > 16) return cli_usage_error(cmd, "%s has more than 16 sizes", s->name);
-  for (int i = 0; i < s->n_sizes; i++) d->sizes[i] = s->size_values[i];
+  if (ht_spec_size_count(s) > 16) return cli_usage_error(cmd, "%s has more than 16 sizes", ht_spec_name(s));
+  for (int i = 0; i < ht_spec_size_count(s); i++) d->sizes[i] = ht_spec_size_value(s, i);
   return read_sizes(d, cmd);
 }
 
@@ -76,8 +76,8 @@ static void sizes_text(const dispatch_cli *d, const int64_t *sizes, char *buf, s
   const ht_spec *s = ht_computation_spec(d->c);
   size_t at = 0;
   buf[0] = 0;
-  for (int i = 0; i < s->n_sizes && at < len; i++)
-    at += (size_t)snprintf(buf + at, len - at, "%s%s=%lld", i ? "," : "", s->size_names[i], (long long)sizes[i]);
+  for (int i = 0; i < ht_spec_size_count(s) && at < len; i++)
+    at += (size_t)snprintf(buf + at, len - at, "%s%s=%lld", i ? "," : "", ht_spec_size_name(s, i), (long long)sizes[i]);
 }
 
 /* ---- decide, run, explain ---- */
@@ -85,7 +85,7 @@ static void sizes_text(const dispatch_cli *d, const int64_t *sizes, char *buf, s
 static void print_decision(const dispatch_cli *d, const ht_decision *x) {
   char sz[256];
   sizes_text(d, d->sizes, sz, sizeof sz);
-  printf("%s %s: variant %d, %s (config %s)\n", ht_computation_spec(d->c)->name, sz, x->variant,
+  printf("%s %s: variant %d, %s (config %s)\n", ht_spec_name(ht_computation_spec(d->c)), sz, x->variant,
          ht_computation_variant_label(d->c, x->variant), *x->config ? x->config : "none");
   printf("  expected ");
   print_time(x->pred_total_s);
@@ -138,6 +138,8 @@ static int do_explain(dispatch_cli *d) {
   if (!rc) print_decision(d, &x);
   for (int i = 0; !rc && i < n; i++) {
     printf("  %c%d %s\n      expected ", i == x.variant ? '*' : ' ', i, ht_computation_variant_label(d->c, i));
+    if (!isfinite(e[i].total_s)) printf("nothing yet: no time measured or modelled; a call runs it to learn\n");
+    if (!isfinite(e[i].total_s)) continue;
     print_time(e[i].total_s);
     if (isfinite(e[i].band_lo)) {
       printf(" (band ");
@@ -181,9 +183,9 @@ static int read_sweep(dispatch_cli *d, const char *cmd, sweep *sw) {
   if (!v || sscanf(v, "%63[^=]=%lld:%lld%n", name, &lo, &hi, &used) != 3 || v[used] || lo < 1 || hi <= lo)
     return cli_usage_error(cmd, "--sizes: expected K=LO:HI with 1 <= LO < HI, got '%s'", v ? v : "");
   sw->dim = -1;
-  for (int i = 0; i < s->n_sizes; i++)
-    if (!strcmp(s->size_names[i], name)) sw->dim = i;
-  if (sw->dim < 0) return cli_usage_error(cmd, "--sizes: %s has no size '%s'", s->name, name);
+  for (int i = 0; i < ht_spec_size_count(s); i++)
+    if (!strcmp(ht_spec_size_name(s, i), name)) sw->dim = i;
+  if (sw->dim < 0) return cli_usage_error(cmd, "--sizes: %s has no size '%s'", ht_spec_name(s), name);
   sw->n = (int)points;
   sw->at = calloc((size_t)sw->n, sizeof *sw->at);
   if (!sw->at) return cli_fail(cmd);
@@ -261,7 +263,7 @@ static void bench_report(dispatch_cli *d, const sweep *sw, int nv, const double 
   int majority = fastest((double[]){0}, 1);
   for (int v = 0; v < nv; v++)
     if (wins[v] > wins[majority]) majority = v;
-  printf("%12s", s->size_names[sw->dim]);
+  printf("%12s", ht_spec_size_name(s, sw->dim));
   for (int v = 0; v < nv; v++) printf("   variant %-2d", v);
   printf("  fastest chosen\n");
   score sel = {0}, base = {0};
@@ -306,10 +308,10 @@ static int do_export(dispatch_cli *d) {
   const char *path = cli_opt(&d->a, "output");
   if (!path) return cli_usage_error("dispatch export-cache", "expected --output F.h");
   char sym[128];
-  snprintf(sym, sizeof sym, "%s", cli_opt(&d->a, "symbol") ? cli_opt(&d->a, "symbol") : ht_computation_spec(d->c)->name);
+  snprintf(sym, sizeof sym, "%s", cli_opt(&d->a, "symbol") ? cli_opt(&d->a, "symbol") : ht_computation_name(d->c));
   sweep sw = {0};
   int rc = cli_opt(&d->a, "sizes") ? read_sweep(d, "dispatch export-cache", &sw) : CLI_OK;
-  const int ns = ht_computation_spec(d->c)->n_sizes;
+  const int ns = ht_spec_size_count(ht_computation_spec(d->c));
   int64_t *all = rc ? NULL : calloc((size_t)(sw.n * ns + 1), sizeof *all);
   for (int i = 0; all && i < sw.n; i++) {
     memcpy(all + (size_t)i * ns, d->sizes, sizeof *all * (size_t)ns);

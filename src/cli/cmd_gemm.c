@@ -206,17 +206,11 @@ static const char *stage_share(const gemm_cli *g, int64_t want, int search, ht_t
 
 /* Adds cons (when not NULL) to spec's constraints for one stage; drop_constraint takes it back. */
 static ht_status add_constraint(ht_spec *spec, const char *cons) {
-  if (!cons) return HT_OK;
-  char **grown = realloc(spec->constraints, sizeof(char *) * (size_t)(spec->n_constraints + 1));
-  if (grown) spec->constraints = grown;
-  char *copy = grown ? ht_strdup(cons) : NULL;
-  if (!copy) return ht_error(HT_ERR_NOMEM, "out of memory");
-  spec->constraints[spec->n_constraints++] = copy;
-  return HT_OK;
+  return cons ? ht_spec_add_constraint(spec, cons) : HT_OK;
 }
 
 static void drop_constraint(ht_spec *spec, const char *cons) {
-  if (cons) free(spec->constraints[--spec->n_constraints]);
+  if (cons) ht_spec_remove_constraint(spec, ht_spec_constraint_count(spec) - 1);
 }
 
 /* Tunes spec, restricted by cons when not NULL, within the stage's share, and takes its
@@ -326,7 +320,7 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
   printf("gemm %lld x %lld x %lld %s%s%s, alpha %g beta %g, on %s (%s)\n", (long long)p->m, (long long)p->n,
          (long long)p->k, p->type == HT_DTYPE_F64 ? "f64" : "f32", p->trans_a ? " A^T" : "", p->trans_b ? " B^T" : "",
          p->alpha, p->beta, r->tuned.device.id, r->tuned.device.name);
-  printf("  spec:     %s\n", r->spec->path);
+  printf("  spec:     %s\n", ht_spec_path(r->spec));
   print_line("tuned:", g, &r->tuned, NULL);
   if (r->n_seeds || r->model_key[0]) {
     const int warmed = r->warm_share > 0, found = isfinite(r->tuned.seed_best_time_s);
@@ -374,8 +368,8 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
 /* The vendor library's spec has a parameter TUNE when the library can take tuning parameters
  * (CLBlast): TUNE 0 is the library as installed, TUNE 1 its kernel with the config's parameters. */
 static int has_tune_parameter(const ht_spec *spec) {
-  for (int i = 0; i < spec->n_params; i++)
-    if (strcmp(spec->params[i].name, "TUNE") == 0) return 1;
+  for (int i = 0; i < ht_spec_param_count(spec); i++)
+    if (strcmp(ht_spec_param_name(spec, i), "TUNE") == 0) return 1;
   return 0;
 }
 

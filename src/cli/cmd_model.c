@@ -147,8 +147,8 @@ static int store_model(const cli_args *a, const ht_spec *spec, const ht_model *m
   }
   char *prov = provenance(a, d, &fit, interp, extrap);
   ht_model_record rec = {.name = name, .kind = ht_model_kind(m), .options = ht_model_options(m),
-                         .kernel_name = spec->name, .source_hash = spec->source_hash, .device_id = cli_opt(a, "device"),
-                         .spec_path = spec->path, .n_rows = d->n_rows, .provenance_json = prov,
+                         .kernel_name = ht_spec_name(spec), .source_hash = ht_spec_identity(spec), .device_id = cli_opt(a, "device"),
+                         .spec_path = ht_spec_path(spec), .n_rows = d->n_rows, .provenance_json = prov,
                          .blob = blob.data, .blob_len = blob.len};
   ht_store *st;
   int64_t id;
@@ -192,7 +192,7 @@ static int model_train(int argc, char **argv) {
   ht_dataset *d;
   if ((rc = cli_model_dataset(&a, "model train", &spec, &fs, &d))) return rc;
   ht_model *m;
-  char *name = cli_opt(&a, "name") ? ht_strdup(cli_opt(&a, "name")) : ht_strfmt("%s.%s", spec->name, kind);
+  char *name = cli_opt(&a, "name") ? ht_strdup(cli_opt(&a, "name")) : ht_strfmt("%s.%s", ht_spec_name(spec), kind);
   ht_band interp, extrap;
   if (ht_model_fit(kind, d, cli_opt(&a, "options"), (uint64_t)seed, &m)) rc = cli_fail("model train");
   else {

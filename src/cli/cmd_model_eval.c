@@ -204,7 +204,7 @@ static void print_header(const ht_dataset *d, const ht_spec *s, int folds, int h
                          const cli_args *a, const out_style *o) {
   if (o->tsv) return;
   int markdown = o->markdown;
-  printf("%s: %d rows", s->name, d->n_rows);
+  printf("%s: %d rows", ht_spec_name(s), d->n_rows);
   if (d->n_measured > d->n_rows) printf(" (%d measurements, repeats merged into their median)", d->n_measured);
   printf(", %d problems, %d features; %d-fold CV, hold-out of the %d largest sizes\n", d->n_groups, d->n_features,
          folds, holdout);
@@ -330,7 +330,7 @@ int cmd_model_eval(int argc, char **argv) {
   ht_feature_set *fs;
   ht_dataset *d;
   if ((rc = cli_model_dataset(&a, "model eval", &spec, &fs, &d))) return rc;
-  out_style o = {spec->name, cli_has(&a, "markdown"), cli_has(&a, "tsv")};
+  out_style o = {ht_spec_name(spec), cli_has(&a, "markdown"), cli_has(&a, "tsv")};
   ht_accuracy floor;
   int floor_m = 0;
   if (ht_accuracy_floor(d, &floor, &floor_m)) floor_m = 0; /* out of memory: no floor lines */

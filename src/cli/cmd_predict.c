@@ -121,23 +121,23 @@ static void print_band(const found_model *f, double w, double t, double floor) {
 
 static double problem_work(const ht_spec *spec) {
   double w = 1;
-  for (int i = 0; i < spec->n_sizes; i++) w *= (double)spec->size_values[i];
+  for (int i = 0; i < ht_spec_size_count(spec); i++) w *= (double)ht_spec_size_value(spec, i);
   return w;
 }
 
 static int predict_one(const cli_args *a, ht_spec *spec, ht_feature_set *fs, const found_model *f) {
-  int64_t *sizes = calloc((size_t)spec->n_sizes + 1, sizeof *sizes);
-  ht_value *params = calloc((size_t)spec->n_params + 1, sizeof *params);
+  int64_t *sizes = calloc((size_t)ht_spec_size_count(spec) + 1, sizeof *sizes);
+  ht_value *params = calloc((size_t)ht_spec_param_count(spec) + 1, sizeof *params);
   double *x = calloc((size_t)ht_features_count(fs) + 1, sizeof *x);
   int rc = sizes && params && x ? CLI_OK : cli_fail("predict");
-  for (int i = 0; i < spec->n_sizes && !rc; i++) sizes[i] = spec->size_values[i];
+  for (int i = 0; i < ht_spec_size_count(spec) && !rc; i++) sizes[i] = ht_spec_size_value(spec, i);
   if (!rc && ht_features_parse_config(spec, cli_opt(a, "config"), params, "--config")) rc = cli_usage_error("predict", "%s", ht_last_error());
   if (!rc && ht_features_compute(fs, sizes, params, x)) rc = cli_fail("predict");
   if (!rc) {
     char problem[512];
     ht_spec_problem_key(spec, problem, sizeof problem);
     double t = ht_model_predict(f->model, x);
-    printf("%s %s %s: predicted ", spec->name, problem, cli_opt(a, "config"));
+    printf("%s %s %s: predicted ", ht_spec_name(spec), problem, cli_opt(a, "config"));
     print_seconds(t);
     printf(" (model '%s', %s", f->name, ht_model_kind(f->model));
     /* At the floor the model's error band does not apply: the time is at least this, no more known. */
@@ -179,7 +179,7 @@ static int top_visit(const ht_config *c, void *ctx) {
     if (!p || !g) return (t->st = ht_error(HT_ERR_NOMEM, "out of memory")), 1;
     t->cap = cap;
   }
-  for (int i = 0; i < t->spec->n_params; i++) t->params[i] = t->spec->params[i].values[c->idx[i]];
+  for (int i = 0; i < ht_spec_param_count(t->spec); i++) t->params[i] = ht_spec_param_value(t->spec, i, c->idx[i]);
   if ((t->st = ht_features_compute(t->fs, t->sizes, t->params, t->x))) return 1;
   t->pred[t->n] = ht_model_predict(t->model, t->x);
   t->cfg[t->n++] = *c;
@@ -189,7 +189,7 @@ static int top_visit(const ht_config *c, void *ctx) {
 static void print_top(const top_ctx *t, long long n_top, const found_model *f) {
   char problem[512], cfg[1024];
   ht_spec_problem_key(t->spec, problem, sizeof problem);
-  printf("%s %s: the %lld of %zu configs predicted fastest (model '%s'", t->spec->name, problem,
+  printf("%s %s: the %lld of %zu configs predicted fastest (model '%s'", ht_spec_name(t->spec), problem,
          n_top < (long long)t->n ? n_top : (long long)t->n, t->n, f->name);
   int inside;
   const ht_band *b = band_at(f, problem_work(t->spec), &inside);
@@ -216,10 +216,10 @@ static int predict_top(const cli_args *a, ht_spec *spec, ht_feature_set *fs, con
   if (st) return cli_fail_device("predict --top", st);
   top_ctx t = {.spec = spec, .fs = fs, .model = f->model};
   t.x = calloc((size_t)ht_features_count(fs) + 1, sizeof *t.x);
-  t.params = calloc((size_t)spec->n_params + 1, sizeof *t.params);
-  t.sizes = calloc((size_t)spec->n_sizes + 1, sizeof *t.sizes);
-  for (int i = 0; t.sizes && i < spec->n_sizes; i++) t.sizes[i] = spec->size_values[i];
-  st = t.x && t.params && t.sizes ? ht_spec_build_space(spec, &dev->info, &t.space) : HT_ERR_NOMEM;
+  t.params = calloc((size_t)ht_spec_param_count(spec) + 1, sizeof *t.params);
+  t.sizes = calloc((size_t)ht_spec_size_count(spec) + 1, sizeof *t.sizes);
+  for (int i = 0; t.sizes && i < ht_spec_size_count(spec); i++) t.sizes[i] = ht_spec_size_value(spec, i);
+  st = t.x && t.params && t.sizes ? ht_spec_build_space(spec, ht_device_info_get(dev), &t.space) : HT_ERR_NOMEM;
   if (!st) st = ht_space_enumerate(t.space, top_visit, &t);
   if (!st) st = t.st;
   int rc = st ? cli_fail("predict --top") : CLI_OK;
@@ -251,7 +251,7 @@ static int predict_main(int argc, char **argv, int by_name) {
   found_model f = {0};
   ht_spec *spec = NULL;
   if (by_name) rc = find_model(&a, a.pos[0], NULL, &f);
-  else if (!(rc = cli_load_spec(&a, a.pos[0], &spec))) rc = find_model(&a, cli_opt(&a, "model"), spec->name, &f);
+  else if (!(rc = cli_load_spec(&a, a.pos[0], &spec))) rc = find_model(&a, cli_opt(&a, "model"), ht_spec_name(spec), &f);
   const char *spec_path = cli_opt(&a, "spec") ? cli_opt(&a, "spec") : f.spec_path;
   if (!rc && !spec) rc = cli_load_spec(&a, spec_path, &spec);
   ht_feature_set *fs = NULL;

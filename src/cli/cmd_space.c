@@ -47,7 +47,7 @@ static int load_space(const cli_args *a, const char *path, ht_space **space) {
     ht_spec_destroy(spec);
     return cli_fail_device("", st);
   }
-  info = dev->info;
+  info = *ht_device_info_get(dev);
   ht_device_close(dev);
   if (ht_spec_build_space(spec, &info, space)) rc = cli_fail("");
   ht_spec_destroy(spec);

@@ -230,7 +230,7 @@ int cmd_best(int argc, char **argv) {
   int n_groups = 0;
   if (!b) rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));
   else {
-    b->source_hash = spec ? spec->source_hash : NULL;
+    b->source_hash = spec ? ht_spec_identity(spec) : NULL;
     if (ht_store_each_eval(st, &f, collect_rows, b)) rc = cli_fail("best");
     else if (b->failed || !(g = group_rows(b, &n_groups)))
       rc = (ht_error(HT_ERR_NOMEM, "out of memory"), cli_fail("best"));

@@ -189,7 +189,7 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const p
                           const ht_runner_options *ro, const char *db) {
   char t[32], fails[160];
   fmt_failure_counts(pc, fails, sizeof fails);
-  printf("tuned %s on %s (%s) for %s\n", spec->name, s->device.id, s->device.name, s->problem);
+  printf("tuned %s on %s (%s) for %s\n", ht_spec_name(spec), s->device.id, s->device.name, s->problem);
   printf("  space: %s%llu valid configs; evaluated %lld (measured %lld, reused %lld), %lld failed%s%s%s, in %.1f s%s\n",
          s->space_size_exact ? "" : "about ", (unsigned long long)s->space_size,
          (long long)(s->measured + s->reused), (long long)s->measured,

@@ -15,7 +15,8 @@ static const char *usage =
   "\n"
   "commands:\n"
   "  devices                 list every device and its limits\n"
-  "  bandwidth               a device's read bandwidth by working set (the roofline floor's curve)\n"
+  "  bandwidth               a device's read bandwidth by working set (the roofline floor's curve);\n"
+  "                          --transfers: its host<->device copy times by size\n"
   "  tune SPEC               tune a kernel spec on a device, storing every evaluation\n"
   "  best SPEC|NAME          print the best stored config of a spec or kernel (text, JSON, #defines)\n"
   "  show [SPEC|NAME]        list tuning sessions (and a kernel's fastest configs)\n"
@@ -201,7 +202,7 @@ int cli_kernel_arg(const cli_args *a, const char *cmd, const char *arg, ht_spec 
   struct stat sb;
   if (stat(arg, &sb) == 0 || strchr(arg, '/') || strstr(arg, ".json")) { /* a file, or meant as one */
     int rc = cli_load_spec(a, arg, spec);
-    if (!rc) *name = (*spec)->name;
+    if (!rc) *name = ht_spec_name(*spec);
     return rc;
   }
   if (cli_has(a, "size"))
@@ -210,7 +211,7 @@ int cli_kernel_arg(const cli_args *a, const char *cmd, const char *arg, ht_spec 
 }
 
 const char *cli_default_device(const ht_spec *s) {
-  switch (s->kernel.lang) {
+  switch (ht_spec_language(s)) {
   case HT_LANG_OPENCL: return "opencl";
   case HT_LANG_CUDA: return "cuda";
   default: return "c";

@@ -1,6 +1,8 @@
 /* The CSV reader (RFC 4180) shared by recorded spaces and prediction datasets. */
 #include "core/csv.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,4 +67,30 @@ void ht_csv_row_free(ht_csv_row *r) {
   free(r->f);
   r->f = NULL;
   r->cap = 0;
+}
+
+ht_status ht_lines_read(const char *path, const char *what, const char *header, const char *shown, ht_lines_row_fn row,
+                        void *ctx) {
+  /* A few hundred rows: a pipe, a device or a huge file is a wrong path. */
+  ht_status st = ht_check_regular_file(path, (size_t)1 << 20);
+  if (st) return ht_error_prefix(st, "%s: ", what);
+  FILE *f = fopen(path, "r");
+  if (!f) return ht_error(HT_ERR_IO, "%s %s: %s", what, path, strerror(errno));
+  char text[512];
+  int line = 0, has_header = 0;
+  while (!st && fgets(text, sizeof text, f)) {
+    line++;
+    text[strcspn(text, "\r\n")] = '\0';
+    if (text[0] == '#' || text[0] == '\0') continue;
+    if (has_header) {
+      st = row(path, line, text, ctx);
+    } else if (strncmp(text, header, strlen(header)) == 0) {
+      has_header = 1;
+    } else {
+      st = ht_error(HT_ERR_PARSE, "%s:%d: expected the header '%s'", path, line, shown);
+    }
+  }
+  fclose(f);
+  if (!st && !has_header) st = ht_error(HT_ERR_PARSE, "%s: no header '%s'", path, shown);
+  return st;
 }

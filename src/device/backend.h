@@ -1,10 +1,70 @@
-/* Internal to src/device: the backend tables and helpers the backends share. */
+/* The backend interface behind the opaque ht_device of hetune/device.h, for the library's own
+ * layers (src/) and its tests: struct ht_device, the backends' table of operations and the
+ * registry, then the helpers the backends share. A user of the installed library calls the
+ * ht_device_* functions instead. */
 #ifndef HETUNE_DEVICE_BACKEND_H
 #define HETUNE_DEVICE_BACKEND_H
 
 #include <stdint.h>
 
 #include "hetune/device.h"
+
+typedef struct ht_backend_ops {
+  const char *name;
+  /* Lists this backend's devices (up to max) into out. Zero devices is not an error. A backend
+   * that cannot run here (no driver) returns HT_ERR_UNSUPPORTED with the reason. */
+  ht_status (*probe)(ht_device_info *out, int max, int *n);
+  /* Opens device number index of probe's list: creates its context/queue; fills dev->impl. */
+  ht_status (*open)(ht_device *dev, int index);
+  void (*close)(ht_device *dev);
+  /* Compiles (or loads from the on-disk cache, keyed by source, defines, flags and compiler). A
+   * source that does not compile returns HT_ERR_COMPILE with the compiler log in info->log. */
+  ht_status (*compile)(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
+                       ht_compile_info *info);
+  void (*program_free)(ht_device *dev, ht_program *p);
+  /* Runs the kernel once, synchronously. *kernel_s: device time from events (OpenCL profiling,
+   * CUDA events) or CLOCK_MONOTONIC around the call (c). */
+  ht_status (*launch)(ht_device *dev, ht_program *p, const ht_launch *l, double *kernel_s);
+  ht_status (*buffer_new)(ht_device *dev, size_t bytes, ht_buffer **out);
+  ht_status (*buffer_write)(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds);
+  ht_status (*buffer_read)(ht_device *dev, ht_buffer *b, void *host, size_t bytes, double *seconds);
+  void (*buffer_free)(ht_device *dev, ht_buffer *b);
+  /* ---- optional (NULL when absent; the ht_device_* calls of hetune/device.h fall back or say so) ---- */
+  unsigned caps; /* HT_CAP_* */
+  /* Starts the kernel and returns; *out is waited for exactly once (and polled any number of times
+   * before). Buffers and the program must live until the wait. */
+  ht_status (*launch_async)(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out);
+  /* Waits for the launch, frees the event; *kernel_s as launch gives it. */
+  ht_status (*wait)(ht_device *dev, ht_event *e, double *kernel_s);
+  int (*poll)(ht_device *dev, ht_event *e); /* 1: finished (wait returns at once), 0: running */
+  ht_status (*cancel)(ht_device *dev, ht_event *e); /* raises the launch's stop flag; wait still follows */
+  /* bytes at byte offset of buffer b, as a buffer of its own (freed with buffer_free, before b; a b
+   * freed first is kept until its last view goes). A view of a view is a view of the same buffer.
+   * HT_ERR_INVALID outside b or empty; HT_ERR_UNSUPPORTED when this offset cannot be one
+   * (OpenCL's base-address alignment): copy the range instead. */
+  ht_status (*buffer_view)(ht_device *dev, ht_buffer *b, size_t offset, size_t bytes, ht_buffer **out);
+  /* Copies between host memory and bytes at byte offset of b. */
+  ht_status (*buffer_write_at)(ht_device *dev, ht_buffer *b, size_t offset, const void *host, size_t bytes,
+                               double *seconds);
+  ht_status (*buffer_read_at)(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes,
+                              double *seconds);
+  /* (HT_CAP_HOST_MEMORY) The caller's bytes at host as a buffer, not copied: kernels read and write
+   * them in place. buffer_free leaves the memory to its owner. */
+  ht_status (*buffer_wrap)(ht_device *dev, void *host, size_t bytes, ht_buffer **out);
+} ht_backend_ops;
+
+/* An open device: the handle (opaque to users) every backend call goes through. */
+struct ht_device {
+  const ht_backend_ops *ops;
+  ht_device_info info;
+  int index;  /* in the backend's probe list */
+  void *impl; /* backend state */
+};
+
+/* The registry (registry.c): the backends in their table's order, or by name (NULL when none). */
+int ht_backend_count(void);
+const ht_backend_ops *ht_backend_at(int i);
+const ht_backend_ops *ht_backend_find(const char *name);
 
 extern const ht_backend_ops ht_backend_c;
 extern const ht_backend_ops ht_backend_opencl;

@@ -16,9 +16,22 @@
 #include "device/backend.h"
 #include "device/sim.h"
 
-typedef struct sim_link {
+typedef struct sim_rate {
   double latency_s, bytes_per_s; /* bytes_per_s 0: the link was not given, transfers take no time */
+} sim_rate;
+
+/* A copy of up to step_bytes bytes (all of them when step_bytes is 0) at `below`, a larger one at
+ * `above`: a protocol change, such as pinned staging buffers above some size. */
+typedef struct sim_link {
+  sim_rate below;
+  double step_bytes;
+  sim_rate above;
 } sim_link;
+
+/* From launch after_launches + 1 on, kernel times are multiplied by factor (0: no change). */
+typedef struct sim_speed_change {
+  double after_launches, factor;
+} sim_speed_change;
 
 /* One device of the file. Every number is a double so one table (num_rules) reads and hashes them. */
 typedef struct sim_model {
@@ -27,12 +40,13 @@ typedef struct sim_model {
   double launch_latency_s, noise_rsd, seed, power_w, idle_w, memory_bytes;
   double compute_units, max_threads, warp_size, clock_mhz, max_work_group_size, local_mem_bytes;
   sim_link h2d, d2h;
+  sim_speed_change speed_change;
   int real;
 } sim_model;
 
 typedef struct num_rule {
   const char *key;
-  size_t off;  /* of a double in sim_model (or sim_link) */
+  size_t off;  /* of a double in sim_model (or the nested struct being read) */
   double lo;   /* least value... */
   int lo_open; /* ...itself excluded */
   double hi;
@@ -53,8 +67,13 @@ static const num_rule num_rules[] = {
 };
 #undef RULE
 static const num_rule link_rules[] = {
-    {"latency_s", offsetof(sim_link, latency_s), 0, 0, HUGE_VAL, 0},
-    {"bytes_per_s", offsetof(sim_link, bytes_per_s), 0, 1, HUGE_VAL, 0},
+    {"latency_s", offsetof(sim_rate, latency_s), 0, 0, HUGE_VAL, 0},
+    {"bytes_per_s", offsetof(sim_rate, bytes_per_s), 0, 1, HUGE_VAL, 0},
+};
+static const num_rule step_rule = {"step_bytes", offsetof(sim_link, step_bytes), 0, 1, BIG, 1};
+static const num_rule speed_rules[] = {
+    {"after_launches", offsetof(sim_speed_change, after_launches), 0, 0, BIG, 1},
+    {"factor", offsetof(sim_speed_change, factor), 0, 1, HUGE_VAL, 0},
 };
 enum { N_NUM = sizeof num_rules / sizeof num_rules[0], N_LINK = sizeof link_rules / sizeof link_rules[0] };
 
@@ -62,8 +81,10 @@ static const char *const device_keys[] = {
     "name",          "_source",     "flops_per_s",   "bytes_per_s",     "seconds_per_unit", "launch_latency_s",
     "h2d",           "d2h",         "noise_rsd",     "seed",            "power_w",          "idle_w",
     "memory_bytes",  "real",        "compute_units", "max_threads",     "warp_size",        "clock_mhz",
-    "max_work_group_size", "local_mem_bytes", NULL};
-static const char *const link_keys[] = {"latency_s", "bytes_per_s", NULL};
+    "max_work_group_size", "local_mem_bytes", "speed_change", NULL};
+static const char *const link_keys[] = {"latency_s", "bytes_per_s", "step_bytes", "above", NULL};
+static const char *const rate_keys[] = {"latency_s", "bytes_per_s", NULL};
+static const char *const speed_keys[] = {"after_launches", "factor", NULL};
 static const char *const top_keys[] = {"devices", "_source", NULL};
 
 /* ---- reading the file ---- */
@@ -73,7 +94,7 @@ typedef struct sim_obj {
   const char *path, *text; /* the file */
   json_t *obj;
   const char *at;          /* the object's text (its '{') */
-  char where[48];          /* "devices[0]", "devices[0].h2d" */
+  char where[64];          /* "devices[0]", "devices[0].h2d", "devices[0].h2d.above" */
 } sim_obj;
 
 /* "path:line:col: where.key: msg", at key's value (want_value) or key, else at the object. */
@@ -108,16 +129,50 @@ static ht_status read_number(const sim_obj *o, const num_rule *r, void *base) {
   return HT_OK;
 }
 
-static ht_status read_link(const sim_obj *dev, const char *key, sim_link *link) {
-  json_t *v = json_object_get(dev->obj, key);
+/* The member key of parent as an object of its own (o->obj NULL when absent), its keys checked. */
+static ht_status sub_object(const sim_obj *parent, const char *key, const char *const *keys, const char *shape,
+                            sim_obj *o) {
+  json_t *v = json_object_get(parent->obj, key);
+  *o = (sim_obj){parent->path, parent->text, NULL, NULL, ""};
   if (!v) return HT_OK;
-  if (!json_is_object(v))
-    return obj_fail(dev, key, 1, "expected {\"latency_s\": seconds, \"bytes_per_s\": bandwidth}");
-  sim_obj o = {dev->path, dev->text, v, ht_json_member(dev->at, key, 1), ""};
-  snprintf(o.where, sizeof o.where, "%.32s.%.8s", dev->where, key);
-  ht_status st = ht_json_check_keys(o.path, o.text, v, o.at, o.where, link_keys);
-  for (int i = 0; i < N_LINK && !st; i++) st = read_number(&o, &link_rules[i], link);
-  if (!st && !json_object_get(v, "bytes_per_s")) st = obj_fail(&o, NULL, 0, "\"bytes_per_s\" is required");
+  if (!json_is_object(v)) return obj_fail(parent, key, 1, "expected %s", shape);
+  o->obj = v;
+  o->at = ht_json_member(parent->at, key, 1);
+  snprintf(o->where, sizeof o->where, "%.40s.%.16s", parent->where, key);
+  return ht_json_check_keys(o->path, o->text, v, o->at, o->where, keys);
+}
+
+/* {"latency_s": s, "bytes_per_s": b} of o, bytes_per_s required. */
+static ht_status read_rate(const sim_obj *o, sim_rate *rate) {
+  ht_status st = HT_OK;
+  for (int i = 0; i < N_LINK && !st; i++) st = read_number(o, &link_rules[i], rate);
+  if (!st && !json_object_get(o->obj, "bytes_per_s")) st = obj_fail(o, NULL, 0, "\"bytes_per_s\" is required");
+  return st;
+}
+
+static ht_status read_link(const sim_obj *dev, const char *key, sim_link *link) {
+  static const char shape[] = "{\"latency_s\": seconds, \"bytes_per_s\": bandwidth}";
+  sim_obj o, above;
+  ht_status st = sub_object(dev, key, link_keys, shape, &o);
+  if (st || !o.obj) return st;
+  st = read_rate(&o, &link->below);
+  if (!st) st = read_number(&o, &step_rule, link);
+  if (!st) st = sub_object(&o, "above", rate_keys, shape, &above);
+  if (!st && above.obj) st = read_rate(&above, &link->above);
+  if (!st && !link->step_bytes != !above.obj)
+    st = obj_fail(&o, link->step_bytes ? "step_bytes" : "above", 0,
+                  "\"step_bytes\" and \"above\" go together: copies of more than step_bytes bytes use above");
+  return st;
+}
+
+static ht_status read_speed_change(const sim_obj *dev, sim_speed_change *sc) {
+  sim_obj o;
+  ht_status st = sub_object(dev, "speed_change", speed_keys, "{\"after_launches\": N, \"factor\": F}", &o);
+  for (int i = 0; i < 2 && !st && o.obj; i++) {
+    if (!json_object_get(o.obj, speed_rules[i].key))
+      return obj_fail(&o, NULL, 0, "\"%s\" is required", speed_rules[i].key);
+    st = read_number(&o, &speed_rules[i], sc);
+  }
   return st;
 }
 
@@ -144,6 +199,7 @@ static ht_status read_device(const sim_obj *o, sim_model *m) {
   for (int i = 0; i < N_NUM && !st; i++) st = read_number(o, &num_rules[i], m);
   if (!st) st = read_link(o, "h2d", &m->h2d);
   if (!st) st = read_link(o, "d2h", &m->d2h);
+  if (!st) st = read_speed_change(o, &m->speed_change);
   if (st) return st;
   if (!m->flops_per_s && !m->bytes_per_s && !m->seconds_per_unit)
     return obj_fail(o, NULL, 0, "no throughput: give \"flops_per_s\" and/or \"bytes_per_s\" (a roofline), "
@@ -201,8 +257,17 @@ static uint64_t model_hash(const sim_model *m) {
   for (int i = 0; i < N_NUM; i++) h = ht_hash64((const char *)m + num_rules[i].off, sizeof(double), h);
   const sim_link *links[] = {&m->h2d, &m->d2h};
   for (int k = 0; k < 2; k++)
-    for (int i = 0; i < N_LINK; i++) h = ht_hash64((const char *)links[k] + link_rules[i].off, sizeof(double), h);
-  return ht_hash64(&m->real, sizeof m->real, h);
+    for (int i = 0; i < N_LINK; i++) h = ht_hash64((const char *)&links[k]->below + link_rules[i].off, sizeof(double), h);
+  h = ht_hash64(&m->real, sizeof m->real, h);
+  /* Keys added later are hashed only when given, so the devices of older files keep their
+   * fingerprints (and their stored results). */
+  for (int k = 0; k < 2; k++)
+    if (links[k]->step_bytes) {
+      h = ht_hash64(&links[k]->step_bytes, sizeof(double), ht_hash64(&k, sizeof k, h));
+      h = ht_hash64(&links[k]->above, sizeof links[k]->above, h);
+    }
+  if (m->speed_change.factor) h = ht_hash64(&m->speed_change, sizeof m->speed_change, ht_hash_str("speed", h));
+  return h;
 }
 
 static void fill_info(const sim_model *m, int index, ht_device_info *d) {
@@ -247,6 +312,7 @@ typedef struct sim_dev {
   ht_device *host;      /* the private c device that compiles and runs the code */
   pthread_mutex_t lock; /* guards what follows: launches on one device may come from several threads */
   uint64_t counter;     /* launches so far: with the seed, what draws each launch's noise */
+  double speed;         /* ht_sim_set_speed's factor on kernel times (1 at open) */
   double allocated;     /* bytes of live buffers */
   ht_sim_usage usage;
 } sim_dev;
@@ -267,6 +333,7 @@ static ht_status sim_open(ht_device *dev, int index) {
     d->m = all[index];
     d->usage.power_w = d->m.power_w;
     d->usage.idle_w = d->m.idle_w;
+    d->speed = 1;
     pthread_mutex_init(&d->lock, NULL);
     dev->impl = d;
   } else {
@@ -285,12 +352,29 @@ static void sim_close(ht_device *dev) {
   dev->impl = NULL;
 }
 
+/* dev's state, or NULL with an HT_ERR_INVALID error when dev is not an open sim device. */
+static sim_dev *sim_of(const ht_device *dev) {
+  if (dev && dev->ops && strcmp(dev->ops->name, "sim") == 0 && dev->impl) return dev->impl;
+  ht_error(HT_ERR_INVALID, "%s is not a simulated device", dev ? dev->info.id : "(null)");
+  return NULL;
+}
+
 ht_status ht_sim_usage_get(const ht_device *dev, ht_sim_usage *out) {
-  if (!dev || !dev->ops || strcmp(dev->ops->name, "sim") != 0 || !dev->impl)
-    return ht_error(HT_ERR_INVALID, "%s is not a simulated device", dev ? dev->info.id : "(null)");
-  sim_dev *d = dev->impl;
+  sim_dev *d = sim_of(dev);
+  if (!d) return HT_ERR_INVALID;
   pthread_mutex_lock(&d->lock);
   *out = d->usage;
+  pthread_mutex_unlock(&d->lock);
+  return HT_OK;
+}
+
+ht_status ht_sim_set_speed(ht_device *dev, double factor) {
+  sim_dev *d = sim_of(dev);
+  if (!d) return HT_ERR_INVALID;
+  if (!(factor > 0) || !isfinite(factor))
+    return ht_error(HT_ERR_INVALID, "%s: speed factor %g: expected a finite number > 0", dev->info.id, factor);
+  pthread_mutex_lock(&d->lock);
+  d->speed = factor;
   pthread_mutex_unlock(&d->lock);
   return HT_OK;
 }
@@ -337,7 +421,15 @@ static double noise_factor(const sim_model *m, uint64_t n) {
 }
 
 static double transfer_time(const sim_link *link, size_t bytes) {
-  return link->bytes_per_s > 0 ? link->latency_s + (double)bytes / link->bytes_per_s : 0;
+  const sim_rate *r = link->step_bytes && (double)bytes > link->step_bytes ? &link->above : &link->below;
+  return r->bytes_per_s > 0 ? r->latency_s + (double)bytes / r->bytes_per_s : 0;
+}
+
+/* Launch n's (0-based) factor on kernel time: the file's speed change from launch after_launches
+ * + 1 on, times ht_sim_set_speed's. Depends only on n and calls made, so runs stay reproducible. */
+static double speed_factor(const sim_dev *d, uint64_t n) {
+  const sim_speed_change *sc = &d->m.speed_change;
+  return d->speed * (sc->factor && (double)n >= sc->after_launches ? sc->factor : 1);
 }
 
 /* "real": true: waits until the modelled time has passed since t0 (the host's own work counts). */
@@ -385,7 +477,8 @@ static ht_status sim_launch(ht_device *dev, ht_program *p, const ht_launch *l, d
   free(args);
   if (st) return st;
   pthread_mutex_lock(&d->lock);
-  t *= noise_factor(&d->m, d->counter++);
+  t *= speed_factor(d, d->counter) * noise_factor(&d->m, d->counter);
+  d->counter++;
   d->usage.launches++;
   d->usage.kernel_s += t;
   d->usage.energy_j += t * d->m.power_w;

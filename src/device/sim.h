@@ -18,4 +18,10 @@ typedef struct ht_sim_usage {
 /* The usage of dev; HT_ERR_INVALID when dev is not a sim device. */
 ht_status ht_sim_usage_get(const ht_device *dev, ht_sim_usage *out);
 
+/* From now on, dev's modelled kernel times are multiplied by factor (> 0; 1 restores the file's
+ * speed): a device slowed down or sped up while it runs, for drift tests. It replaces the factor
+ * of an earlier call and combines with the file's "speed_change". HT_ERR_INVALID when dev is not
+ * a sim device or factor is not a finite number > 0. */
+ht_status ht_sim_set_speed(ht_device *dev, double factor);
+
 #endif

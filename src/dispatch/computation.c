@@ -206,7 +206,10 @@ static void variant_free(htd_variant *v) {
   }
   free(v->runs);
   for (int i = 0; i < v->n_tuned; i++) free(v->tuned[i].config);
+  for (int i = 0; i < v->n_argmin; i++) free(v->argmin[i].config);
+  free(v->argmin);
   free(v->tuned);
+  free(v->transfers);
   htd_history_free(&v->hist);
   ht_model_destroy(v->model);
   ht_features_destroy(v->model_fs);
@@ -229,6 +232,8 @@ void ht_computation_destroy(ht_computation *c) {
   free(c->name);
   free(c);
 }
+
+const char *ht_computation_name(const ht_computation *c) { return c ? c->name : NULL; }
 
 int ht_computation_variant_count(const ht_computation *c) { return c ? c->n_variants : 0; }
 
@@ -284,6 +289,19 @@ double htd_work(const ht_spec *spec, const int64_t *sizes) {
 }
 
 double htd_transfer_s(const ht_computation *c, int vi, const int64_t *sizes) {
-  (void)c, (void)vi, (void)sizes;
-  return 0; /* TRANSFER-TABLES: filled in when the transfer tables land */
+  const htd_variant *v = &c->v[vi];
+  if (!v->transfers) return 0;
+  const ht_spec *spec = v->spec;
+  ht_value vars[spec->n_names + 1];
+  size_vars(spec, sizes, vars);
+  double s = 0;
+  for (int i = 0; i < spec->n_args; i++) {
+    const ht_spec_arg *a = &spec->args[i];
+    int64_t n;
+    if (!a->is_buffer || ht_expr_eval_int(a->length, vars, &n) || n <= 0) continue;
+    double bytes = (double)n * (double)ht_dtype_size(a->type);
+    if (a->access & HT_ACCESS_READ) s += ht_transfer_time(v->transfers, HT_H2D, bytes);
+    if (a->access & HT_ACCESS_WRITE) s += ht_transfer_time(v->transfers, HT_D2H, bytes);
+  }
+  return s;
 }

@@ -67,6 +67,11 @@ int htd_argmin(const htd_estimate *est, int n, int *runner_up) {
 const char *htd_config_for(ht_computation *c, int vi, const int64_t *sizes) {
   htd_variant *v = &c->v[vi];
   if (!v->best) return v->config;
+  if (!v->n_tuned && v->model) { /* nothing tuned: the model's fastest config at this size */
+    int64_t rep[HTD_MAX_SIZES];
+    const char *m = htd_model_argmin(c, vi, sizes, htd_bucket(c, sizes, rep));
+    if (m) return m;
+  }
   /* the tuned best of the nearest size tuned (by work) */
   double work = htd_work(v->spec, sizes), best_d = INFINITY;
   const char *config = v->fixed_config;
@@ -158,8 +163,8 @@ static void maybe_explore(ht_computation *c, ht_decision *d) {
   d->source = HT_SRC_EXPLORE;
 }
 
-static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *out, uint64_t *key_out) {
-  int64_t t0 = ht_now_ns(), rep[HTD_MAX_SIZES];
+static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *out, uint64_t *key_out, int64_t *rep) {
+  int64_t t0 = ht_now_ns();
   uint64_t key = htd_bucket(c, sizes, rep);
   *key_out = key;
   ht_status st = HT_OK;
@@ -189,8 +194,9 @@ static ht_status check_call(const ht_computation *c, const int64_t *sizes, ht_de
 
 ht_status ht_computation_decide(ht_computation *c, const int64_t *sizes, ht_decision *out) {
   uint64_t key;
+  int64_t rep[HTD_MAX_SIZES];
   ht_status st = check_call(c, sizes, out);
-  return st ? st : decide(c, sizes, out, &key);
+  return st ? st : decide(c, sizes, out, &key, rep);
 }
 
 /* ---- running ---- */
@@ -207,13 +213,14 @@ ht_status ht_computation_run(ht_computation *c, const int64_t *sizes, const ht_h
                              ht_run_times *times) {
   ht_decision d;
   uint64_t key;
+  int64_t rep[HTD_MAX_SIZES];
   ht_status st = check_call(c, sizes, &d);
   if (!st && !args) st = ht_error(HT_ERR_INVALID, "%s: no arguments", c->name);
-  if (!st) st = decide(c, sizes, &d, &key);
+  if (!st) st = decide(c, sizes, &d, &key, rep);
   ht_run_times t;
   if (!st) st = run_one(c, d.variant, d.config, sizes, args, &t);
   if (st) return st;
-  htd_feedback(c, d.variant, sizes, &d, &t);
+  htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
   if (out) *out = d;
   if (times) *times = t;
   return HT_OK;

@@ -4,10 +4,12 @@
 
 #include <stdint.h>
 
+#include "device/backend.h"
 #include "hetune/dispatch.h"
 #include "hetune/expr.h"
 #include "hetune/measure.h"
 #include "hetune/model.h"
+#include "spec/spec_struct.h"
 
 enum { HTD_MAX_VARIANTS = 32, HTD_WINDOW_MAX = 64, HTD_MAX_SIZES = 8 };
 
@@ -20,6 +22,7 @@ typedef struct htd_point {
   int n, next;     /* samples held (<= window), next slot to write */
   double samples[HTD_WINDOW_MAX];
   double median;
+  int stale;       /* samples added since the median was computed */
   int from_store;  /* 1: kernel times of tuning runs (+ modelled transfers), 0: calls measured here */
 } htd_point;
 
@@ -41,6 +44,12 @@ typedef struct htd_tuned {
   char *config;
 } htd_tuned;
 
+/* A "best" variant's model-chosen config for one size bucket. */
+typedef struct htd_argmin_entry {
+  uint64_t key;
+  char *config;
+} htd_argmin_entry;
+
 typedef struct htd_variant {
   const ht_spec *spec;
   ht_spec *owned_spec;   /* loaded from a computation file */
@@ -55,11 +64,14 @@ typedef struct htd_variant {
   char *fixed_config;    /* best: the config used when the store knows none for the size */
   htd_tuned *tuned;      /* best: the tuned configs by size */
   int n_tuned;
+  htd_argmin_entry *argmin; /* best, nothing tuned, a model: its fastest config per bucket */
+  int n_argmin;
   /* drift: the last ratios measured / expected */
   double ratio[8];
   int n_ratio, next_ratio;
   int explored;          /* times run as an exploration */
   double correction;     /* bias factor applied to predictions that are not measurements (1: none) */
+  ht_transfer_table *transfers; /* copies to and from its device by size (NULL: none to add) */
   ht_model *model;       /* a stored model of this kernel on this device (NULL: none) */
   void *model_fs;        /* its feature set (ht_feature_set *) */
 } htd_variant;
@@ -97,9 +109,11 @@ const htd_selector_ops *htd_selector_find(const char *name);
 /* "history, model, rule" for messages */
 const char *htd_selector_names(void);
 
-/* One logged call, written to the store in batches. */
+/* Logged calls: a run of calls alike (same variant, config, sizes and decision source), written
+ * to the store as one row in batches. */
+enum { HTD_LOG_GROUP = 64 };
 typedef struct htd_log_entry {
-  int variant;
+  int variant, calls;
   char source;
   uint64_t bucket;
   int64_t sizes[HTD_MAX_SIZES];
@@ -132,6 +146,8 @@ struct ht_computation {
   /* the log */
   htd_log_entry *log;
   int n_log, cap_log;
+  int open;                            /* the last entry still takes calls alike */
+  double group[3][HTD_LOG_GROUP];     /* its calls' kernel, h2d and d2h times */
   int64_t calls;
 };
 
@@ -150,6 +166,8 @@ void htd_history_free(htd_history *h);
 htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const int64_t *rep, double seconds, int window,
                            int from_store);
 htd_point *htd_history_find(const htd_history *h, uint64_t bucket);
+/* One more measured time at an existing point. */
+void htd_point_add(htd_point *p, double seconds, int window);
 /* The time at work, interpolated in log-log between the nearest points (extrapolated along the
  * nearest two; one point scales by work). *exact: 1 when a point of this bucket answered. NAN
  * when there is no point. lo/hi: the band from the neighbours' sample spread. */
@@ -178,12 +196,16 @@ int htd_argmin(const htd_estimate *est, int n, int *runner_up);
 /* ---- tuned.c ---- */
 /* Checks a variant's config on its device and puts it in canonical form; sets label and key. */
 ht_status htd_variant_prepare(ht_computation *c, int v);
+const char *htd_model_argmin(ht_computation *c, int v, const int64_t *rep, uint64_t key);
 /* The store's tuned configs, measured kernel times and models of every variant. */
 ht_status htd_tuned_load(ht_computation *c);
 
 /* ---- feedback.c ---- */
 /* Records a run of variant v (what the decision expected in d, NULL for calibration runs). */
 void htd_feedback(ht_computation *c, int v, const int64_t *sizes, const ht_decision *d, const ht_run_times *t);
+/* The same with the call's bucket (key, rep) already computed. */
+void htd_feedback_at(ht_computation *c, int v, const int64_t *sizes, uint64_t key, const int64_t *rep,
+                     const ht_decision *d, const ht_run_times *t);
 /* Reads earlier runs of the computation's variants from the store into their histories. */
 ht_status htd_history_load(ht_computation *c);
 

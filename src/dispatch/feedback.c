@@ -10,7 +10,7 @@
 #include "dispatch/dispatch_internal.h"
 #include "hetune/model.h"
 
-enum { LOG_BATCH = 4096, DRIFT_CALLS = 5, DRIFT_OUTSIDE = 3 };
+enum { LOG_BATCH = 256, DRIFT_CALLS = 5, DRIFT_OUTSIDE = 3 };
 
 /* ---- drift and bias ---- */
 
@@ -63,28 +63,61 @@ static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f
 
 /* ---- the log ---- */
 
-static void log_call(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const char *config,
-                     const ht_run_times *t) {
-  if (!c->st) return;
+/* The entry's times: those of its median call (by total), so that the three add up. */
+static void close_group(ht_computation *c) {
+  if (!c->open) return;
+  htd_log_entry *e = &c->log[c->n_log - 1];
+  double total[HTD_LOG_GROUP], sorted[HTD_LOG_GROUP];
+  for (int i = 0; i < e->calls; i++) sorted[i] = total[i] = c->group[0][i] + c->group[1][i] + c->group[2][i];
+  double m = ht_stat_median(sorted, e->calls);
+  int at = 0;
+  for (int i = 1; i < e->calls; i++)
+    if (fabs(total[i] - m) < fabs(total[at] - m)) at = i;
+  e->kernel_s = c->group[0][at];
+  e->h2d_s = c->group[1][at];
+  e->d2h_s = c->group[2][at];
+  c->open = 0;
+}
+
+static int same_group(const ht_computation *c, int vi, const int64_t *sizes, char source, const char *config) {
+  const htd_log_entry *e = &c->log[c->n_log - 1];
+  return c->open && e->calls < HTD_LOG_GROUP && e->variant == vi && e->source == source && e->config == config &&
+         !memcmp(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
+}
+
+static htd_log_entry *new_entry(ht_computation *c) {
+  close_group(c);
+  if (c->n_log >= LOG_BATCH && ht_computation_flush(c)) ht_log(1, "%s: logging calls: %s", c->name, ht_last_error());
   if (c->n_log == c->cap_log) {
-    int cap = c->cap_log ? 2 * c->cap_log : 256;
+    int cap = c->cap_log ? 2 * c->cap_log : 64;
     htd_log_entry *l = realloc(c->log, sizeof *l * (size_t)cap);
-    if (!l) return; /* the call ran; only its log line is lost */
+    if (!l) return NULL; /* the call ran; only its log line is lost */
     c->log = l;
     c->cap_log = cap;
   }
-  htd_log_entry *e = &c->log[c->n_log++];
-  e->variant = vi;
-  e->source = d ? (char)d->source : (char)HT_SRC_EXPLORE;
-  memcpy(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
-  e->pred_total_s = d ? d->pred_total_s : NAN;
-  e->kernel_s = t->kernel_s;
-  e->h2d_s = t->h2d_s;
-  e->d2h_s = t->d2h_s;
-  e->when = ht_wall_time();
-  e->config = config;
-  if (c->n_log >= LOG_BATCH && ht_computation_flush(c))
-    ht_log(1, "%s: logging calls: %s", c->name, ht_last_error());
+  c->open = 1;
+  return &c->log[c->n_log++];
+}
+
+static void log_call(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const char *config,
+                     const ht_run_times *t) {
+  if (!c->st) return;
+  char source = d ? (char)d->source : (char)HT_SRC_EXPLORE;
+  htd_log_entry *e = c->n_log && same_group(c, vi, sizes, source, config) ? &c->log[c->n_log - 1] : NULL;
+  if (!e) {
+    if (!(e = new_entry(c))) return;
+    e->variant = vi;
+    e->calls = 0;
+    e->source = source;
+    memcpy(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
+    e->pred_total_s = d ? d->pred_total_s : NAN;
+    e->when = ht_wall_time();
+    e->config = config;
+  }
+  c->group[0][e->calls] = t->kernel_s;
+  c->group[1][e->calls] = t->h2d_s;
+  c->group[2][e->calls] = t->d2h_s;
+  e->calls++;
 }
 
 static void sizes_text(const ht_spec *s, const int64_t *sizes, char *buf, size_t len) {
@@ -97,6 +130,7 @@ static void sizes_text(const ht_spec *s, const int64_t *sizes, char *buf, size_t
 ht_status ht_computation_flush(ht_computation *c) {
   if (!c) return ht_error(HT_ERR_INVALID, "ht_computation_flush: no computation");
   if (!c->st || !c->n_log) return HT_OK;
+  close_group(c);
   ht_dispatch_record *recs = calloc((size_t)c->n_log, sizeof *recs);
   char (*sizes)[160] = calloc((size_t)c->n_log, sizeof *sizes);
   ht_status st = recs && sizes ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
@@ -106,7 +140,7 @@ ht_status ht_computation_flush(ht_computation *c) {
     sizes_text(c->spec0, e->sizes, sizes[i], sizeof sizes[i]);
     recs[i] = (ht_dispatch_record){c->name, v->label, v->key, e->config, sizes[i],
                                    ht_decision_source_name((ht_decision_source)e->source), e->pred_total_s,
-                                   e->kernel_s, e->h2d_s, e->d2h_s, e->when};
+                                   e->calls, e->kernel_s, e->h2d_s, e->d2h_s, e->when};
   }
   if (!st) st = ht_store_put_dispatch_log(c->st, recs, c->n_log);
   if (!st) c->n_log = 0;
@@ -118,16 +152,23 @@ ht_status ht_computation_flush(ht_computation *c) {
 /* ---- feedback ---- */
 
 void htd_feedback(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const ht_run_times *t) {
-  htd_variant *v = &c->v[vi];
   int64_t rep[HTD_MAX_SIZES];
   uint64_t key = htd_bucket(c, sizes, rep);
+  htd_feedback_at(c, vi, sizes, key, rep, d, t);
+}
+
+void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t key, const int64_t *rep,
+                     const ht_decision *d, const ht_run_times *t) {
+  htd_variant *v = &c->v[vi];
   double total = t->kernel_s + t->h2d_s + t->d2h_s;
   const char *config = d ? d->config : htd_config_for(c, vi, rep);
   log_call(c, vi, sizes, d, config, t);
   htd_point *before = htd_history_find(&v->hist, key);
   int was_measured = before && !before->from_store;
   double expected = was_measured ? before->median : d && d->variant == vi ? d->pred_total_s : NAN;
-  htd_point *p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
+  htd_point *p = before;
+  if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */
+  else p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
   if (!p) return;
   if (isfinite(expected) && expected > 0) {
     push_ratio(v, total / expected);

@@ -42,6 +42,18 @@ static htd_point *point_insert(htd_history *h, double work, uint64_t bucket) {
   return p;
 }
 
+void htd_point_add(htd_point *p, double seconds, int window) {
+  p->samples[p->next] = seconds;
+  p->next = (p->next + 1) % window;
+  if (p->n < window) p->n++;
+  /* The median is sorted out again every fourth sample, or at once when a sample lies more than
+   * 10% from it: a call at the same speed as before then costs no sort. */
+  if (p->n <= 3 || ++p->stale >= 4 || !(seconds > p->median / 1.1 && seconds < p->median * 1.1)) {
+    point_update_median(p);
+    p->stale = 0;
+  }
+}
+
 htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const int64_t *rep, double seconds, int window,
                            int from_store) {
   if (!(seconds > 0) || !isfinite(seconds)) return NULL;
@@ -51,10 +63,7 @@ htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const i
   if (!p && !(p = point_insert(h, work, bucket))) return NULL;
   memcpy(p->rep, rep, sizeof p->rep);
   p->from_store = from_store;
-  p->samples[p->next] = seconds;
-  p->next = (p->next + 1) % window;
-  if (p->n < window) p->n++;
-  point_update_median(p);
+  htd_point_add(p, seconds, window);
   return p;
 }
 

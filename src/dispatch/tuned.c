@@ -104,8 +104,7 @@ static int on_eval(const ht_eval_record *r, void *ctx) {
   int64_t sizes[HTD_MAX_SIZES], rep[HTD_MAX_SIZES];
   if (strcmp(r->config_key, v->config) || !problem_sizes(c, r->problem, sizes)) return 0;
   uint64_t key = htd_bucket(c, sizes, rep);
-  double total = r->result.time_s + htd_transfer_s(c, e->vi, rep);
-  htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 1);
+  htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, r->result.time_s, c->window, 1); /* + copies later */
   return 0;
 }
 
@@ -122,7 +121,7 @@ static ht_status take_best(eval_ctx *e) {
     double work = htd_work(v->spec, rep);
     v->tuned[v->n_tuned++] = (htd_tuned){work, e->best[i].config};
     e->best[i].config = NULL;
-    htd_history_add(&v->hist, work, key, rep, e->best[i].time_s + htd_transfer_s(c, e->vi, rep), c->window, 1);
+    htd_history_add(&v->hist, work, key, rep, e->best[i].time_s, c->window, 1); /* + copies later */
   }
   return HT_OK;
 }
@@ -168,6 +167,86 @@ static ht_status load_model(ht_computation *c, int vi) {
   return HT_OK;
 }
 
+/* ---- the model's fastest config ---- */
+
+typedef struct argmin_ctx {
+  const htd_variant *v;
+  ht_space *space;
+  const int64_t *sizes;
+  double best_t;
+  ht_config best;
+  int found;
+} argmin_ctx;
+
+static int argmin_visit(const ht_config *cfg, void *ctx) {
+  argmin_ctx *a = ctx;
+  ht_value params[HT_MAX_PARAMS];
+  double x[HT_MODEL_MAX_FEATURES];
+  ht_config_values(a->space, cfg, params);
+  if (ht_features_compute(a->v->model_fs, a->sizes, params, x)) return 0;
+  double t = ht_model_predict(a->v->model, x);
+  if (!a->found || t < a->best_t) a->best_t = t, a->best = *cfg, a->found = 1;
+  return 0;
+}
+
+/* A "best" variant nothing was tuned for, with a stored model: the config the model predicts
+ * fastest at the bucket's sizes (P3: once per bucket, then remembered). NULL when none. */
+const char *htd_model_argmin(ht_computation *c, int vi, const int64_t *rep, uint64_t key) {
+  htd_variant *v = &c->v[vi];
+  for (int i = 0; i < v->n_argmin; i++)
+    if (v->argmin[i].key == key) return v->argmin[i].config;
+  argmin_ctx a = {v, NULL, rep, 0, {0}, 0};
+  if (ht_spec_build_space(v->spec, &ht_exec_device(v->ex)->info, &a.space)) return NULL;
+  int failed = ht_space_enumerate(a.space, argmin_visit, &a) != HT_OK || !a.found;
+  char *text = failed ? NULL : ht_config_text(a.space, &a.best);
+  ht_space_destroy(a.space);
+  htd_argmin_entry *grown = text ? realloc(v->argmin, sizeof *grown * (size_t)(v->n_argmin + 1)) : NULL;
+  if (!grown) return free(text), NULL;
+  v->argmin = grown;
+  v->argmin[v->n_argmin++] = (htd_argmin_entry){key, text};
+  return text;
+}
+
+/* ---- transfers ---- */
+
+/* A device's copy times, from the store, else measured once now (and stored): needed where a
+ * variant's times come from tuning runs or a model, which time the kernel alone. */
+static ht_status load_transfers(ht_computation *c, int vi) {
+  htd_variant *v = &c->v[vi];
+  ht_device *dev = ht_exec_device(v->ex);
+  if (ht_device_caps(dev) & HT_CAP_HOST_MEMORY) return HT_OK; /* nothing is copied */
+  if (!(v->transfers = calloc(1, sizeof *v->transfers))) return ht_error(HT_ERR_NOMEM, "out of memory");
+  int found = 0;
+  ht_status st = ht_store_get_transfers(c->st, &dev->info, v->transfers, &found);
+  if (st || found) return st;
+  ht_log(1, "%s: measuring the copy times of %s once (hetune bandwidth --transfers)", c->name, dev->info.id);
+  ht_transfer_options o;
+  ht_transfer_options_default(&o);
+  o.max_bytes = 64.0 * 1024 * 1024; /* enough to extrapolate from, in seconds not minutes */
+  if ((st = ht_transfer_measure(dev, &o, v->transfers))) return ht_error_prefix(st, "%s: copy times: ", dev->info.id);
+  if (ht_store_put_transfers(c->st, &dev->info, v->transfers))
+    ht_log(1, "%s: the copy times of %s could not be stored: %s", c->name, dev->info.id, ht_last_error());
+  return HT_OK;
+}
+
+/* Tuning runs timed the kernel alone: each of their points gets the copies a call pays. */
+static void add_copies(ht_computation *c, int vi) {
+  htd_variant *v = &c->v[vi];
+  for (int i = 0; i < v->hist.n; i++) {
+    htd_point *p = &v->hist.pts[i];
+    if (!p->from_store) continue;
+    double t = htd_transfer_s(c, vi, p->rep);
+    for (int k = 0; k < p->n; k++) p->samples[k] += t;
+    p->median += t;
+  }
+}
+
+static int has_store_points(const htd_variant *v) {
+  for (int i = 0; i < v->hist.n; i++)
+    if (v->hist.pts[i].from_store) return 1;
+  return 0;
+}
+
 ht_status htd_tuned_load(ht_computation *c) {
   ht_status st = HT_OK;
   for (int i = 0; i < c->n_variants && !st; i++) {
@@ -179,6 +258,7 @@ ht_status htd_tuned_load(ht_computation *c) {
     for (int k = 0; k < e.n_best; k++) free(e.best[k].config);
     free(e.best);
     if (!st) st = load_model(c, i);
+    if (!st && (has_store_points(&c->v[i]) || c->v[i].model) && !(st = load_transfers(c, i))) add_copies(c, i);
   }
   return st;
 }

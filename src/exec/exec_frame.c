@@ -106,12 +106,8 @@ void ht_exec_work(const ht_spec *s, const ht_value *vars, ht_launch *l) {
 ht_status ht_exec_copy(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes, int to_device,
                        double *seconds) {
   double t = 0;
-  ht_status st;
-  const ht_backend_ops *o = dev->ops;
-  if (to_device && o->buffer_write_at) st = o->buffer_write_at(dev, b, offset, host, bytes, &t);
-  else if (!to_device && o->buffer_read_at) st = o->buffer_read_at(dev, b, offset, host, bytes, &t);
-  else if (offset == 0) st = to_device ? o->buffer_write(dev, b, host, bytes, &t) : o->buffer_read(dev, b, host, bytes, &t);
-  else st = ht_error(HT_ERR_UNSUPPORTED, "device %s cannot copy at an offset", dev->info.id);
+  ht_status st = to_device ? ht_device_buffer_write_at(dev, b, offset, host, bytes, &t)
+                           : ht_device_buffer_read_at(dev, b, offset, host, bytes, &t);
   if (!st) *seconds += t;
   return st;
 }

@@ -4,6 +4,8 @@
 #define HETUNE_EXEC_INTERNAL_H
 
 #include "hetune/exec.h"
+#include "device/backend.h"
+#include "spec/spec_struct.h"
 
 /* The kernel that runs on dev: the spec's own, or on a simulated device its C reference when the
  * kernel is not C. A kernel of another language than the device's is an error saying so. */

@@ -4,6 +4,7 @@
 
 #include "hetune/gemm.h"
 #include "hetune/hetune.h" /* spec, space, ptx */
+#include "spec/spec_struct.h"
 
 /* ---- search spaces as data (gemm_space.c) ----
  * Each generator's space is a table of parameters and a list of constraints, written into the

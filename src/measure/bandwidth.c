@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/csv.h"
 #include "hetune/kernel.h"
 #include "hetune/measure.h"
 
@@ -25,7 +26,8 @@ double ht_bandwidth_at(const ht_bandwidth_curve *c, double bytes) {
   return c->bytes_per_s[c->n - 1];
 }
 
-static ht_status parse_row(const char *path, int line, char *text, ht_bandwidth_curve *c) {
+static ht_status parse_row(const char *path, int line, char *text, void *curve) {
+  ht_bandwidth_curve *c = curve;
   char *end;
   errno = 0;
   double bytes = strtod(text, &end);
@@ -49,27 +51,7 @@ static ht_status parse_row(const char *path, int line, char *text, ht_bandwidth_
 
 ht_status ht_bandwidth_load(const char *path, ht_bandwidth_curve *out) {
   memset(out, 0, sizeof *out);
-  /* A curve is a few hundred rows: a pipe, a device or a huge file is a wrong path. */
-  ht_status rs = ht_check_regular_file(path, (size_t)1 << 20);
-  if (rs) return ht_error_prefix(rs, "bandwidth curve: ");
-  FILE *f = fopen(path, "r");
-  if (!f) return ht_error(HT_ERR_IO, "bandwidth curve %s: %s", path, strerror(errno));
-  char text[512];
-  int line = 0, header = 0;
-  ht_status st = HT_OK;
-  while (!st && fgets(text, sizeof text, f)) {
-    line++;
-    text[strcspn(text, "\r\n")] = '\0';
-    if (text[0] == '#' || text[0] == '\0') continue;
-    if (!header) {
-      header = 1;
-      if (strncmp(text, "bytes,gb_per_s", 14) != 0)
-        st = ht_error(HT_ERR_PARSE, "%s:%d: expected the header 'bytes,gb_per_s[,threads]'", path, line);
-      continue;
-    }
-    st = parse_row(path, line, text, out);
-  }
-  fclose(f);
+  ht_status st = ht_lines_read(path, "bandwidth curve", "bytes,gb_per_s", "bytes,gb_per_s[,threads]", parse_row, out);
   if (!st && out->n == 0) st = ht_error(HT_ERR_PARSE, "%s: no points (rows 'bytes,gb_per_s')", path);
   return st;
 }

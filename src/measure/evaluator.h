@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "hetune/measure.h"
+#include "spec/spec_struct.h"
 
 typedef struct ht_evaluator ht_evaluator;
 

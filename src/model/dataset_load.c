@@ -5,6 +5,7 @@
 
 #include "core/csv.h"
 #include "hetune/model.h"
+#include "spec/spec_struct.h"
 
 typedef struct builder {
   ht_feature_set *fs;

@@ -3,6 +3,7 @@
 #define HETUNE_FEATURES_INTERNAL_H
 
 #include "hetune/model.h"
+#include "spec/spec_struct.h"
 
 struct ht_feature_set {
   const ht_spec *spec;

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "hetune/kernel.h"
+#include "spec/spec_struct.h"
 
 typedef struct spec_ctx {
   const char *path; /* the spec file, for messages */

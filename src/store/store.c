@@ -111,15 +111,6 @@ ht_status hts_exec(ht_store *st, const char *sql, const char *what) {
   return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, what);
 }
 
-int hts_has_table(ht_store *st, const char *name) {
-  sqlite3_stmt *s;
-  if (hts_prepare(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", &s)) return 0;
-  hts_bind_text(s, 1, name);
-  int found = sqlite3_step(s) == SQLITE_ROW;
-  sqlite3_finalize(s);
-  return found;
-}
-
 ht_status hts_step_id(ht_store *st, sqlite3_stmt *s, const char *what, int64_t *id) {
   int rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {

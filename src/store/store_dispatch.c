@@ -13,10 +13,11 @@ static ht_status put_one(ht_store *st, sqlite3_stmt *s, const ht_dispatch_record
   hts_bind_text(s, 5, r->sizes);
   hts_bind_text(s, 6, r->source);
   sqlite3_bind_double(s, 7, r->predicted_s); /* NaN binds as NULL */
-  sqlite3_bind_double(s, 8, r->kernel_s);
-  sqlite3_bind_double(s, 9, r->h2d_s);
-  sqlite3_bind_double(s, 10, r->d2h_s);
-  sqlite3_bind_double(s, 11, r->timestamp);
+  sqlite3_bind_int64(s, 8, r->calls);
+  sqlite3_bind_double(s, 9, r->kernel_s);
+  sqlite3_bind_double(s, 10, r->h2d_s);
+  sqlite3_bind_double(s, 11, r->d2h_s);
+  sqlite3_bind_double(s, 12, r->timestamp);
   int rc = sqlite3_step(s);
   return rc == SQLITE_DONE ? HT_OK : hts_fail(st, rc, "log a dispatched call");
 }
@@ -24,6 +25,8 @@ static ht_status put_one(ht_store *st, sqlite3_stmt *s, const ht_dispatch_record
 static ht_status check_record(const ht_dispatch_record *r, int i) {
   if (!r->computation || !r->variant || !r->variant_key || !r->sizes || !r->source)
     return ht_error(HT_ERR_INVALID, "log a dispatched call: record %d lacks a name, variant, sizes or source", i);
+  if (r->calls < 1) return ht_error(HT_ERR_INVALID, "log a dispatched call: record %d stands for %lld calls", i,
+                                    (long long)r->calls);
   if (!isfinite(r->kernel_s) || !isfinite(r->h2d_s) || !isfinite(r->d2h_s))
     return ht_error(HT_ERR_INVALID, "log a dispatched call: record %d has a time that is not a number", i);
   return HT_OK;
@@ -36,7 +39,7 @@ ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs
   sqlite3_stmt *s;
   if ((r = hts_prepare(st,
                        "INSERT INTO dispatch_log (computation, variant, variant_key, config, sizes, source, predicted_s,"
-                       " kernel_s, h2d_s, d2h_s, timestamp) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       " calls, kernel_s, h2d_s, d2h_s, timestamp) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                        &s)))
     return r;
   r = hts_exec(st, "BEGIN IMMEDIATE", "log dispatched calls");
@@ -54,7 +57,7 @@ ht_status ht_store_each_dispatch_log(ht_store *st, const char *computation, int6
   sqlite3_stmt *s;
   ht_status r = hts_prepare(st,
                             "SELECT * FROM (SELECT computation, variant, variant_key, config, sizes, source, predicted_s,"
-                            " kernel_s, h2d_s, d2h_s, timestamp, id FROM dispatch_log WHERE computation = ?"
+                            " calls, kernel_s, h2d_s, d2h_s, timestamp, id FROM dispatch_log WHERE computation = ?"
                             " ORDER BY id DESC LIMIT ?) ORDER BY id",
                             &s);
   if (r) return r;
@@ -62,9 +65,10 @@ ht_status ht_store_each_dispatch_log(ht_store *st, const char *computation, int6
   sqlite3_bind_int64(s, 2, newest > 0 ? newest : -1);
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    ht_dispatch_record rec = {hts_col_text(s, 0), hts_col_text(s, 1), hts_col_text(s, 2), hts_col_text(s, 3),
-                              hts_col_text(s, 4), hts_col_text(s, 5), hts_col_double(s, 6), hts_col_double(s, 7),
-                              hts_col_double(s, 8), hts_col_double(s, 9), hts_col_double(s, 10)};
+    ht_dispatch_record rec = {hts_col_text(s, 0),     hts_col_text(s, 1),     hts_col_text(s, 2),
+                              hts_col_text(s, 3),     hts_col_text(s, 4),     hts_col_text(s, 5),
+                              hts_col_double(s, 6),   sqlite3_column_int64(s, 7), hts_col_double(s, 8),
+                              hts_col_double(s, 9),   hts_col_double(s, 10),  hts_col_double(s, 11)};
     if (fn(&rec, ctx)) break;
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) r = hts_fail(st, rc, "read the dispatch log");

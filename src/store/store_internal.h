@@ -11,7 +11,7 @@
  * tables without our id, marks a file as someone else's and we never touch it. */
 #define HTS_APP_ID 0x4854756e
 /* PRAGMA user_version written by the newest migration this build knows. */
-#define HTS_SCHEMA_VERSION 4
+#define HTS_SCHEMA_VERSION 5
 
 /* Hot-path statements, prepared once and kept for the life of the store. Queries whose callbacks
  * may re-enter the store (each_eval, each_session, exports) prepare their own statements. */
@@ -80,11 +80,12 @@ ht_status hts_inspect_db(sqlite3 *db, const char *path, long long file_size, int
 ht_status hts_judge(const char *path, const hts_inspect *in, int readonly);
 /* Runs every migration above the file's user_version, each in its own transaction. */
 ht_status hts_migrate(ht_store *st);
+/* 1 when the file has the table: an older file opened read-only is not migrated, and readers of
+ * a table it lacks see it empty. */
+int hts_has_table(ht_store *st, const char *name);
 
 /* Rows (store_eval.c). */
 double hts_col_double(sqlite3_stmt *s, int col); /* NULL -> NAN */
-/* 1 when the database has the table (a read-only file of an older schema may lack newer ones). */
-int hts_has_table(ht_store *st, const char *name);
 const char *hts_col_text(sqlite3_stmt *s, int col); /* NULL -> "" */
 void hts_row_result(sqlite3_stmt *s, int col, ht_result *r);
 /* "2024-05-01T12:34:56.789Z" (UTC). */

@@ -56,11 +56,17 @@ static const char *const migrations[] = {
      * died without ending it (kill -9, a lost node) is marked interrupted by the next opener. */
     ("ALTER TABLE sessions ADD COLUMN pid INTEGER;"
      "ALTER TABLE sessions ADD COLUMN pid_start INTEGER;"),
-    /* 4: every call a computation ran (per-call dispatch): what was decided, expected and measured,
+    /* 4: host<->device transfer times (ht_transfer_table), one row per measured point; a
+     * device's table is replaced whole when measured again. */
+    ("CREATE TABLE transfers ("
+     " id INTEGER PRIMARY KEY, device_id INTEGER NOT NULL REFERENCES devices(id),"
+     " direction TEXT NOT NULL CHECK (direction IN ('h2d', 'd2h')), bytes REAL NOT NULL,"
+     " seconds REAL NOT NULL, measured REAL NOT NULL, UNIQUE (device_id, direction, bytes));"),
+    /* 5: every call a computation ran (per-call dispatch): what was decided, expected and measured,
      * so a program learns from the runs of the ones before it. */
     "CREATE TABLE dispatch_log ("
     " id INTEGER PRIMARY KEY, computation TEXT NOT NULL, variant TEXT NOT NULL, variant_key TEXT NOT NULL,"
-    " config TEXT NOT NULL, sizes TEXT NOT NULL, source TEXT NOT NULL, predicted_s REAL,"
+    " config TEXT NOT NULL, sizes TEXT NOT NULL, source TEXT NOT NULL, predicted_s REAL, calls INTEGER NOT NULL,"
     " kernel_s REAL NOT NULL, h2d_s REAL NOT NULL, d2h_s REAL NOT NULL, timestamp REAL NOT NULL);"
     "CREATE INDEX dispatch_log_computation ON dispatch_log (computation, id);",
 };
@@ -72,7 +78,7 @@ static const struct {
   const char *table;
 } required_tables[] = {{1, "hetune_meta"}, {1, "schema_history"}, {1, "devices"},  {1, "kernels"},
                        {1, "problems"},    {1, "sessions"},       {1, "evaluations"}, {2, "models"},
-                       {4, "dispatch_log"}};
+                       {4, "transfers"}, {5, "dispatch_log"}};
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(N_MIGRATIONS == HTS_SCHEMA_VERSION, "one migration per schema version");
 
@@ -193,6 +199,15 @@ ht_status hts_judge(const char *path, const hts_inspect *in, int readonly) {
    * a table a file lacks (models) see it empty. */
   (void)readonly;
   return HT_OK;
+}
+
+int hts_has_table(ht_store *st, const char *name) {
+  sqlite3_stmt *s;
+  if (hts_prepare(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", &s)) return 0;
+  hts_bind_text(s, 1, name);
+  int found = sqlite3_step(s) == SQLITE_ROW;
+  sqlite3_finalize(s);
+  return found;
 }
 
 static ht_status migrate_one(ht_store *st, int version) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hetune/tune.h"
+#include "spec/spec_struct.h"
 
 enum { MAX_PROBLEMS = 256, MAX_SIZES = 16 };
 

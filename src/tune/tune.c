@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hetune/tune.h"
+#include "spec/spec_struct.h"
 #include "tune/executor.h"
 
 void ht_tune_options_default(ht_tune_options *o) {

@@ -1,4 +1,5 @@
 /* Simulated device files ($HETUNE_SIM): probe the sim backend on the file. */
+#include "device/backend.h" /* the sim backend's probe */
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

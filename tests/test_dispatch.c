@@ -1,0 +1,487 @@
+/* Per-call dispatch: signatures, files, choices on simulated devices with a crossover, the caches,
+ * feedback (drift, bias, exploration's regret cap) and the call log across programs. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dispatch/dispatch_internal.h"
+
+#define EX HT_SOURCE_DIR "/examples/"
+#define SPEC EX "dispatch/options_c.json"
+
+static ht_spec *load(const char *path) {
+  ht_spec *s = NULL;
+  if (ht_spec_load(path, &s)) fail_msg("%s", ht_last_error());
+  return s;
+}
+
+/* sim:0 slow CPU, sim:1 PCIe GPU (tests/data/sim/dispatch.json): times are modelled, exact. */
+static ht_computation *offload(ht_spec *s, ht_store *st, const char *options) {
+  ht_computation *c;
+  assert_int_equal(ht_computation_create("offload", st, &c), HT_OK);
+  if (ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL) ||
+      ht_computation_add_variant(c, s, "sim:1", "THREADS_ALL=0", NULL) ||
+      (options && ht_computation_set_options(c, options)) || ht_computation_finish(c))
+    fail_msg("%s", ht_last_error());
+  return c;
+}
+
+static double run_variant(ht_computation *c, int v, int64_t n) {
+  ht_host_arg *args;
+  ht_run_times t;
+  if (ht_computation_make_args(c, &n, 3, &args) || ht_computation_run_variant(c, v, &n, args, &t))
+    fail_msg("%s", ht_last_error());
+  ht_computation_free_args(c, args);
+  return t.kernel_s + t.h2d_s + t.d2h_s;
+}
+
+static int64_t size_at(int i) { return llround(pow(10, 2 + i * 0.25)); } /* 100 .. 10^6 */
+
+/* Calibrated at every other size, the choice at the sizes between is the measured fastest. */
+static void test_crossover(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "explore=0");
+  for (int i = 0; i <= 16; i += 2)
+    for (int v = 0; v < 2; v++) run_variant(c, v, size_at(i));
+  int wins[2] = {0, 0};
+  for (int i = 1; i < 16; i += 2) {
+    int64_t n = size_at(i);
+    ht_decision d;
+    assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+    assert_int_equal(d.source, HT_SRC_HISTORY);
+    double t0 = run_variant(c, 0, n), t1 = run_variant(c, 1, n);
+    if (d.variant != (t1 < t0)) fail_msg("N=%lld: chose %d, times %g %g", (long long)n, d.variant, t0, t1);
+    wins[t1 < t0]++;
+  }
+  assert_true(wins[0] > 0 && wins[1] > 0); /* a real crossover: each device wins somewhere */
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+/* The transfers of a device behind a link are part of what is compared: the GPU's 5 copies cost
+ * 5 x 10 us plus bytes / 25 GB/s, which run on the host CPU does not pay. */
+static void test_transfers_counted(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, NULL);
+  int64_t n = 1000;
+  double gpu = run_variant(c, 1, n);
+  double copies = 5 * 1e-5 + 5 * 4.0 * (double)n / 2.5e10;
+  double kernel = 5e-6 + fmax(60.0 * (double)n / 1e13, 20.0 * (double)n / 1e12); /* roofline + latency */
+  if (fabs(gpu - (copies + kernel)) > 1e-9) fail_msg("gpu total %g, expected %g", gpu, copies + kernel);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+static void test_cache_hit_and_invalidation(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "explore=0");
+  int64_t n = 5000;
+  run_variant(c, 0, n);
+  run_variant(c, 1, n);
+  ht_decision a, b;
+  assert_int_equal(ht_computation_decide(c, &n, &a), HT_OK);
+  assert_int_equal(a.source, HT_SRC_MEASURED);
+  assert_int_equal(ht_computation_decide(c, &n, &b), HT_OK);
+  assert_int_equal(b.source, HT_SRC_CACHED);
+  assert_int_equal(b.variant, a.variant);
+  /* the key changes with the size and with the bucket */
+  int64_t m = 5001;
+  assert_true(ht_computation_size_key(c, &n) != ht_computation_size_key(c, &m));
+  ht_computation_destroy(c);
+  c = offload(s, NULL, "bucket=log2");
+  assert_true(ht_computation_size_key(c, &n) == ht_computation_size_key(c, &m));
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+/* Scripted times for variant v at n, fed back as if measured. */
+static void feed(ht_computation *c, int v, int64_t n, double seconds) {
+  ht_decision d;
+  if (ht_computation_decide(c, &n, &d)) fail_msg("%s", ht_last_error());
+  ht_run_times t = {seconds, 0, 0, seconds};
+  htd_feedback(c, v, &n, d.variant == v ? &d : NULL, &t);
+}
+
+/* A device that becomes 2x slower loses its calls within 10 calls, at every size. */
+static void test_drift_flips_choice(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "explore=0");
+  int64_t n = 1000, other = 4000;
+  for (int k = 0; k < 16; k++) feed(c, 0, n, 1.0e-3), feed(c, 1, n, 1.3e-3), feed(c, 0, other, 4e-3),
+                                feed(c, 1, other, 5e-3);
+  ht_decision d;
+  assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+  assert_int_equal(d.variant, 0);
+  int flipped = 0;
+  for (int call = 1; call <= 10 && !flipped; call++) {
+    feed(c, 0, n, 2.0e-3); /* the device now runs at half speed */
+    assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+    flipped = d.variant == 1 ? call : 0;
+  }
+  if (!flipped) fail_msg("still variant 0 after 10 slower calls");
+  /* the other size was rescaled with the device, without a call there */
+  assert_int_equal(ht_computation_decide(c, &other, &d), HT_OK);
+  assert_int_equal(d.variant, 1);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+/* Exploration runs the runner-up only when it is close and expected within the regret cap. */
+static void test_exploration_regret_cap(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c;
+  assert_int_equal(ht_computation_create("explore", NULL, &c), HT_OK);
+  for (int v = 0; v < 3; v++) assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL), HT_OK);
+  assert_int_equal(ht_computation_set_options(c, "explore=1,regret_cap=1.2,seed=5"), HT_OK);
+  assert_int_equal(ht_computation_finish(c), HT_OK);
+  int64_t n = 2000, m = 8000;
+  for (int k = 0; k < 8; k++) { /* 0 and 1 close at n, 2 far; at m the runner-up is 1.5x away */
+    double f = k % 2 ? 0.95 : 1.05; /* 5% noise: the bands of 0 and 1 overlap at n */
+    ht_run_times t0 = {1.00e-3 * f, 0, 0, 0}, t1 = {1.05e-3 * f, 0, 0, 0}, t2 = {2e-3 * f, 0, 0, 0};
+    ht_run_times u0 = {1.00e-3 * f, 0, 0, 0}, u1 = {1.5e-3 * f, 0, 0, 0};
+    htd_feedback(c, 0, &n, NULL, &t0), htd_feedback(c, 1, &n, NULL, &t1), htd_feedback(c, 2, &n, NULL, &t2);
+    htd_feedback(c, 0, &m, NULL, &u0), htd_feedback(c, 1, &m, NULL, &u1), htd_feedback(c, 2, &m, NULL, &t2);
+  }
+  int explored = 0;
+  for (int k = 0; k < 400; k++) {
+    ht_decision d;
+    assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+    assert_true(d.variant != 2);
+    explored += d.source == HT_SRC_EXPLORE;
+    assert_int_equal(ht_computation_decide(c, &m, &d), HT_OK);
+    assert_int_equal(d.variant, 0); /* 1.5x away: never explored */
+  }
+  assert_true(explored > 0 && explored < 200); /* explored, less and less often */
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+/* Predictions that keep missing are corrected by the median ratio once three calls show it. */
+static void test_bias_correction(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "explore=0");
+  for (int k = 0; k < 3; k++) feed(c, 0, 1000, 1e-3), feed(c, 0, 100000, 1e-1);
+  int64_t mid = 10000;
+  ht_variant_estimate e[2];
+  assert_int_equal(ht_computation_estimate(c, &mid, e), HT_OK);
+  assert_int_equal(e[0].source, HT_SRC_HISTORY);
+  assert_true(fabs(e[0].total_s - 1e-2) < 1e-6); /* log-log between the two: linear here */
+  assert_true(e[0].correction == 1);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+static void test_rule_selector(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "selector=rule,rule=N < 1000 ? 0 : 1");
+  int64_t small = 999, big = 1000;
+  ht_decision d;
+  assert_int_equal(ht_computation_decide(c, &small, &d), HT_OK);
+  assert_int_equal(d.variant, 0);
+  assert_int_equal(d.source, HT_SRC_RULE);
+  assert_int_equal(ht_computation_decide(c, &big, &d), HT_OK);
+  assert_int_equal(d.variant, 1);
+  ht_computation_destroy(c);
+  assert_int_equal(ht_computation_create("bad", NULL, &c), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL), HT_OK);
+  assert_int_equal(ht_computation_set_options(c, "selector=rule,rule=N > 5 ? 7 : 0"), HT_OK);
+  assert_int_equal(ht_computation_finish(c), HT_OK);
+  assert_int_equal(ht_computation_decide(c, &big, &d), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "gave variant 7"));
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+static void test_signature_mismatch(void **state) {
+  (void)state;
+  ht_spec *a = load(SPEC), *b = load(EX "blackscholes/blackscholes_c.json"), *v = load(EX "vadd/vadd_c.json");
+  ht_computation *c;
+  assert_int_equal(ht_computation_create("mix", NULL, &c), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, a, "c", "THREADS_ALL=0", NULL), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, v, "c", "best", NULL), HT_OK);
+  assert_int_equal(ht_computation_finish(c), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "variant 1 (vadd_c)"));
+  ht_computation_destroy(c);
+  /* same arguments: blackscholes_c and options_c are one operation */
+  assert_int_equal(ht_computation_create("same", NULL, &c), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, a, "c", "THREADS_ALL=0", NULL), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, b, "c", "NTHREADS=1,CHUNK=0,BLOCK=16", NULL), HT_OK);
+  if (ht_computation_finish(c)) fail_msg("%s", ht_last_error());
+  ht_computation_destroy(c);
+  /* a config that is not one */
+  assert_int_equal(ht_computation_create("bad", NULL, &c), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, a, "c", "THREADS_ALL=7", NULL), HT_OK);
+  assert_int_equal(ht_computation_finish(c), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "THREADS_ALL"));
+  ht_computation_destroy(c);
+  ht_spec_destroy(a);
+  ht_spec_destroy(b);
+  ht_spec_destroy(v);
+}
+
+static char *write_tmp(const char *name, const char *text) {
+  char *path = ht_strfmt("%s/%s", HT_BINARY_DIR, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static void expect_load_error(const char *text, const char *needle) {
+  char *path = write_tmp("test_dispatch_comp.json", text);
+  ht_computation *c = (ht_computation *)1;
+  assert_int_not_equal(ht_computation_load(path, NULL, &c), HT_OK);
+  assert_null(c);
+  if (!strstr(ht_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, ht_last_error());
+  free(path);
+}
+
+static void test_file_errors(void **state) {
+  (void)state;
+  const char *v = "{\"spec\": \"" SPEC "\", \"device\": \"sim:0\", \"config\": \"THREADS_ALL=0\"}";
+  char *text = ht_strfmt("{\"name\": \"x\", \"variants\": [%s], \"selectr\": \"history\"}", v);
+  expect_load_error(text, "did you mean \"selector\"");
+  free(text);
+  text = ht_strfmt("{\"name\": \"x\", \"variants\": [%s], \"selector\": \"magic\"}", v);
+  expect_load_error(text, "unknown selector 'magic'");
+  free(text);
+  text = ht_strfmt("{\"name\": \"x\", \"variants\": [%s], \"bucket\": \"log3\"}", v);
+  expect_load_error(text, "bucket 'log3'");
+  free(text);
+  expect_load_error("{\"name\": \"x\", \"variants\": []}", "non-empty array");
+  expect_load_error("{\"name\": \"x\", \"variants\": [{\"spec\": \"nope.json\", \"device\": \"c\"}]}", "nope.json");
+  text = ht_strfmt("{\"name\": \"x\", \"variants\": [{\"spec\": \"" SPEC "\", \"device\": \"gpu:9\"}]}");
+  expect_load_error(text, "gpu");
+  free(text);
+  expect_load_error("{\"name\": \"x\", \"variants\": [{\"device\": \"c\"}]}", "missing \"spec\"");
+  expect_load_error("{\"name\": \"x\",", "test_dispatch_comp.json:1:");
+  text = ht_strfmt("{\"name\": \"x\", \"variants\": [%s], \"feedback\": {\"window\": 0}}", v);
+  expect_load_error(text, "window 0");
+  free(text);
+}
+
+static void test_example_files_load(void **state) {
+  (void)state;
+  ht_computation *c;
+  if (ht_computation_load(EX "dispatch/cpu_threads.json", NULL, &c)) fail_msg("%s", ht_last_error());
+  assert_int_equal(ht_computation_variant_count(c), 2);
+  ht_computation_destroy(c);
+}
+
+/* The calls a program ran are in the store, and the next program decides from them. */
+static void test_log_across_programs(void **state) {
+  (void)state;
+  char *db = ht_strfmt("%s/test_dispatch_log.db", HT_BINARY_DIR);
+  unlink(db);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, st, "explore=0");
+  int64_t n = 30000;
+  double t0 = run_variant(c, 0, n), t1 = run_variant(c, 1, n);
+  ht_computation_destroy(c); /* writes the log */
+  c = offload(s, st, "explore=0");
+  ht_decision d;
+  assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+  assert_int_equal(d.source, HT_SRC_MEASURED);
+  assert_int_equal(d.variant, t1 < t0);
+  assert_true(fabs(d.pred_total_s - fmin(t0, t1)) < 1e-12);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+  ht_store_close(st);
+  free(db);
+}
+
+/* A tuning run's time (the kernel alone) stored for (spec, device, N, config). */
+static void store_eval(ht_store *st, const ht_spec *s, const char *device, int64_t n, const char *config, double t) {
+  ht_exec *ex;
+  if (ht_exec_open(device, &ex)) fail_msg("%s", ht_last_error());
+  int64_t dev_id, kernel_id, problem_id;
+  char problem[64];
+  snprintf(problem, sizeof problem, "N=%lld", (long long)n);
+  ht_result r;
+  ht_result_init(&r);
+  r.status = HT_EVAL_OK;
+  r.time_s = t;
+  ht_eval_key k = {0, 0, 0, config, "{}"};
+  if (ht_store_put_device(st, &ht_exec_device(ex)->info, &dev_id) ||
+      ht_store_put_kernel(st, s->name, "c", s->source_hash, s->path, "{}", &kernel_id) ||
+      ht_store_put_problem(st, kernel_id, problem, &problem_id))
+    fail_msg("%s", ht_last_error());
+  k.kernel_id = kernel_id, k.device_id = dev_id, k.problem_id = problem_id;
+  if (ht_store_put_eval(st, 0, &k, &r, NULL)) fail_msg("%s", ht_last_error());
+  ht_exec_close(ex);
+}
+
+/* Tuning results count as measurements of the kernel; a device behind a link gets its copies
+ * added, from its transfer table, measured once and stored. */
+static void test_tuned_times_get_copies(void **state) {
+  (void)state;
+  char *db = ht_strfmt("%s/test_dispatch_tuned.db", HT_BINARY_DIR);
+  unlink(db);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_spec *s = load(SPEC);
+  store_eval(st, s, "sim:1", 100000, "THREADS_ALL=0", 1e-3);
+  store_eval(st, s, "sim:0", 100000, "THREADS_ALL=0", 2e-3);
+  ht_computation *c = offload(s, st, "explore=0");
+  int64_t n = 100000;
+  ht_variant_estimate e[2];
+  assert_int_equal(ht_computation_estimate(c, &n, e), HT_OK);
+  assert_int_equal(e[0].source, HT_SRC_MEASURED);
+  assert_true(fabs(e[0].total_s - 2e-3) < 1e-12); /* the host CPU copies nothing */
+  double copies = 5 * 1e-5 + 5 * 4.0 * (double)n / 2.5e10;
+  if (fabs(e[1].total_s - (1e-3 + copies)) > 0.05 * copies) fail_msg("gpu %g, expected %g", e[1].total_s, 1e-3 + copies);
+  ht_computation_destroy(c);
+  ht_exec *ex;
+  ht_transfer_table t;
+  int found = 0;
+  assert_int_equal(ht_exec_open("sim:1", &ex), HT_OK);
+  assert_int_equal(ht_store_get_transfers(st, &ht_exec_device(ex)->info, &t, &found), HT_OK);
+  assert_true(found); /* measured once, kept for the next program */
+  ht_exec_close(ex);
+  ht_spec_destroy(s);
+  ht_store_close(st);
+  free(db);
+}
+
+/* A "best" variant with nothing tuned at its size and a stored model runs the model's fastest
+ * config; the model answers for its kernel time where nothing was measured. */
+static void test_model_best_config(void **state) {
+  (void)state;
+  char *db = ht_strfmt("%s/test_dispatch_model.db", HT_BINARY_DIR);
+  unlink(db);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_spec *s = load(SPEC);
+  for (int64_t n = 1000; n <= 1000000; n *= 10) /* made-up: all threads 4x faster */
+    store_eval(st, s, "sim:0", n, "THREADS_ALL=0", 4e-9 * (double)n), store_eval(st, s, "sim:0", n, "THREADS_ALL=1", 1e-9 * (double)n);
+  ht_exec *ex;
+  assert_int_equal(ht_exec_open("sim:0", &ex), HT_OK);
+  ht_feature_set *fs;
+  ht_dataset *d;
+  ht_model *m;
+  ht_buf blob = {0};
+  if (ht_features_create(s, &ht_exec_device(ex)->info, &fs) || ht_dataset_from_store(fs, st, NULL, &d) ||
+      ht_model_fit("knn", d, "k=1", 1, &m) || ht_model_save(m, &blob))
+    fail_msg("%s", ht_last_error());
+  ht_model_record rec = {.name = "options", .kind = "knn", .kernel_name = s->name, .source_hash = s->source_hash,
+                         .device_id = ht_exec_device(ex)->info.id, .n_rows = d->n_rows, .blob = blob.data,
+                         .blob_len = blob.len};
+  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
+  /* a store with the model but none of the tuning runs: the variant's sizes are all unmeasured */
+  ht_store_close(st);
+  char *db2 = ht_strfmt("%s/test_dispatch_model2.db", HT_BINARY_DIR);
+  unlink(db2);
+  assert_int_equal(ht_store_open(db2, &st), HT_OK);
+  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
+  ht_computation *c;
+  assert_int_equal(ht_computation_create("model", st, &c), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "best", NULL), HT_OK);
+  assert_int_equal(ht_computation_set_options(c, "selector=model"), HT_OK);
+  if (ht_computation_finish(c)) fail_msg("%s", ht_last_error());
+  int64_t n = 50000;
+  ht_decision dec;
+  assert_int_equal(ht_computation_decide(c, &n, &dec), HT_OK);
+  assert_string_equal(dec.config, "THREADS_ALL=1");
+  assert_int_equal(dec.source, HT_SRC_MODEL);
+  ht_computation_destroy(c);
+  ht_model_destroy(m);
+  ht_dataset_destroy(d);
+  ht_features_destroy(fs);
+  ht_buf_free(&blob);
+  ht_exec_close(ex);
+  ht_spec_destroy(s);
+  ht_store_close(st);
+  free(db);
+  free(db2);
+}
+
+/* The exported header compiles on its own and finds the same decisions as the computation. */
+static void test_static_cache_header(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "explore=0,bucket=log2");
+  int64_t sizes[] = {300, 3000, 30000, 300000};
+  for (int i = 0; i < 4; i++) run_variant(c, 0, sizes[i]), run_variant(c, 1, sizes[i]);
+  char *h = ht_strfmt("%s/test_dispatch_cache.h", HT_BINARY_DIR);
+  FILE *f = fopen(h, "w");
+  assert_int_equal(ht_computation_export_cache(c, NULL, 0, "offload", f), HT_OK);
+  fclose(f);
+  char *prog = ht_strfmt(
+      "#include <stdio.h>\n#include \"%s\"\nint main(void) {\n"
+      "  long long n[] = {300, 3000, 30000, 300000, 77};\n"
+      "  for (int i = 0; i < 5; i++) { int64_t s = n[i]; const offload_entry *e = offload_lookup(&s);\n"
+      "    printf(\"%%d %%s %%llx\\n\", e ? e->variant : -1, e ? e->config : \"-\", (unsigned long long)offload_key(&s)); }\n"
+      "  return 0; }\n", h);
+  char *src = write_tmp("test_dispatch_cache.c", prog);
+  char *bin = ht_strfmt("%s/test_dispatch_cache", HT_BINARY_DIR);
+  char *cmd = ht_strfmt("cc -std=c11 -Wall -Werror -o %s %s && %s", bin, src, bin);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  long long n[] = {300, 3000, 30000, 300000, 77};
+  for (int i = 0; i < 5; i++) {
+    int variant;
+    char config[64];
+    unsigned long long key;
+    if (fscanf(p, "%d %63s %llx", &variant, config, &key) != 3) fail_msg("the header's program printed too little");
+    int64_t sz = n[i];
+    assert_true(key == ht_computation_size_key(c, &sz));
+    ht_decision d;
+    assert_int_equal(ht_computation_decide(c, &sz, &d), HT_OK);
+    if (i < 4) assert_int_equal(variant, d.variant), assert_string_equal(config, d.config);
+    else assert_int_equal(variant, -1); /* a size never measured is not in the cache */
+  }
+  assert_int_equal(pclose(p), 0);
+  free(h), free(prog), free(src), free(bin), free(cmd);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+static void test_static_cache_used_first(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "explore=0");
+  int64_t n = 100;
+  ht_static_entry e[1] = {{ht_computation_size_key(c, &n), 1, "THREADS_ALL=0", 42, 'M'}};
+  assert_int_equal(ht_computation_set_static_cache(c, e, 1), HT_OK);
+  ht_decision d;
+  assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+  assert_int_equal(d.source, HT_SRC_STATIC);
+  assert_int_equal(d.variant, 1);
+  ht_static_entry bad[2] = {{5, 0, "", 1, 'M'}, {4, 0, "", 1, 'M'}};
+  assert_int_equal(ht_computation_set_static_cache(c, bad, 2), HT_ERR_INVALID);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
+int main(void) {
+  setenv("HETUNE_SIM", HT_SOURCE_DIR "/tests/data/sim/dispatch.json", 1);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_crossover),          cmocka_unit_test(test_transfers_counted),
+      cmocka_unit_test(test_cache_hit_and_invalidation), cmocka_unit_test(test_drift_flips_choice),
+      cmocka_unit_test(test_exploration_regret_cap), cmocka_unit_test(test_bias_correction),
+      cmocka_unit_test(test_rule_selector),      cmocka_unit_test(test_signature_mismatch),
+      cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),
+      cmocka_unit_test(test_log_across_programs), cmocka_unit_test(test_static_cache_header),
+      cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
+      cmocka_unit_test(test_model_best_config),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
