@@ -279,7 +279,7 @@ static void test_file_errors(void **state) {
 static void test_example_files_load(void **state) {
   (void)state;
   ht_computation *c;
-  if (ht_computation_load(EX "dispatch/cpu_threads.json", NULL, &c)) fail_msg("%s", ht_last_error());
+  if (ht_computation_load(EX "dispatch/computations/cpu_threads.json", NULL, &c)) fail_msg("%s", ht_last_error());
   assert_int_equal(ht_computation_variant_count(c), 2);
   ht_computation_destroy(c);
 }
