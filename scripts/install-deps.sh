@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs every Debian 12 package hetune's build, tests, examples and benchmarks need.
 # Idempotent: packages already present are skipped by apt. Run as root (or with sudo).
+# libstarpu-dev (StarPU 1.3, with OpenCL workers) is only for bench/bench_starpu.c, the side-by-side
+# comparison; the build skips that benchmark where StarPU is missing.
 set -eu
 
 PACKAGES="build-essential cmake pkg-config git
@@ -13,6 +15,7 @@ PACKAGES="build-essential cmake pkg-config git
   libxgboost-dev libsvm-dev
   libhwloc-dev
   libclblast1
+  libstarpu-dev
   clang libclang-rt-14-dev
   python3 python3-jsonschema python3-venv"
 
