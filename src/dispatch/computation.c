@@ -54,6 +54,7 @@ ht_status ht_computation_add_variant(ht_computation *c, const ht_spec *spec, con
   v->config = ht_strdup(config ? config : "");
   v->correction = 1;
   v->drift_f = 1;
+  v->reprobe_every = HTD_REPROBE;
   if (!v->device_id || !v->config) return ht_error(HT_ERR_NOMEM, "out of memory");
   ht_status st = exec_for(c, device_id, &v->ex);
   if (st) {

@@ -169,7 +169,7 @@ static void maybe_explore(ht_computation *c, ht_decision *d) {
 static void maybe_reprobe(ht_computation *c, const int64_t *rep, uint64_t key, ht_decision *d) {
   for (int i = 0; i < c->n_variants; i++) {
     htd_variant *v = &c->v[i];
-    if (i == d->variant || !(v->drift_f > c->drift) || c->calls - v->probed_at < HTD_REPROBE) continue;
+    if (i == d->variant || !(v->drift_f > c->drift) || c->calls - v->probed_at < v->reprobe_every) continue;
     v->probed_at = c->calls;
     htd_estimate e;
     htd_estimate_variant(c, i, rep, key, 0, &e);

@@ -72,6 +72,7 @@ typedef struct htd_variant {
   int explored;          /* times run as an exploration */
   double drift_f;        /* the factor drift rescaled its history by, in all (1: none) */
   int64_t probed_at;     /* the computation's call count when it was last run or re-probed */
+  int reprobe_every;     /* calls between re-probes: doubles while they find it slow */
   double correction;     /* bias factor applied to predictions that are not measurements (1: none) */
   ht_transfer_table *transfers; /* copies to and from its device by size (NULL: none to add) */
   ht_model *model;       /* a stored model of this kernel on this device (NULL: none) */
@@ -154,10 +155,11 @@ struct ht_computation {
   int n_drifted;         /* variants whose history drift slowed (drift_f > 1) */
 };
 
-/* A variant whose history drift slowed is run again once every HTD_REPROBE calls where it would
- * win or come within the regret cap at its speed before the drift: a stall taken for a change of
- * speed does not lock it out for good. */
-enum { HTD_REPROBE = 64 };
+/* A variant whose history drift slowed is run again where it would win or come within the regret
+ * cap at its speed before the drift, after HTD_REPROBE calls, then twice as many each time it is
+ * still slow (up to HTD_REPROBE_MAX): a stall taken for a change of speed does not lock it out,
+ * and a real slowdown costs a call in hundreds. */
+enum { HTD_REPROBE = 16, HTD_REPROBE_MAX = 1024 };
 
 /* ---- computation.c ---- */
 int64_t htd_bucket_rep(int kind, int64_t n);

@@ -176,8 +176,11 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   if (!p) return;
   if (isfinite(expected) && expected > 0) {
     /* A re-probe that finds a slowed variant fast again undoes the drift at once. */
-    if (d && d->source == HT_SRC_EXPLORE && v->drift_f > c->drift && total / expected < 1 / c->drift)
-      return on_drift(c, v, p, total / expected, 1);
+    if (d && d->source == HT_SRC_EXPLORE && v->drift_f > c->drift) {
+      int fast = total / expected < 1 / c->drift;
+      v->reprobe_every = fast ? HTD_REPROBE : v->reprobe_every < HTD_REPROBE_MAX ? 2 * v->reprobe_every : HTD_REPROBE_MAX;
+      if (fast) return on_drift(c, v, p, total / expected, 1);
+    }
     push_ratio(v, total / expected);
     double f = drift_factor(c, v);
     if (f > 0) return on_drift(c, v, p, f, DRIFT_OUTSIDE);
