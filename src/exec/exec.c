@@ -33,6 +33,8 @@ struct ht_variant {
   size_t *caps;            /* their bytes */
   program_slot progs[MAX_PROGRAMS];
   int n_progs, next_evict;
+  ht_program *last;     /* the program of the last call... */
+  int64_t *last_sizes;  /* ...at these sizes: the same sizes need no defines formatted again */
 };
 
 struct ht_run {
@@ -128,7 +130,8 @@ ht_status ht_variant_create(ht_exec *ex, const ht_spec *spec, const char *config
   v->vars = calloc((size_t)spec->n_names, sizeof *v->vars);
   v->bufs = calloc((size_t)spec->n_args + 1, sizeof *v->bufs);
   v->caps = calloc((size_t)spec->n_args + 1, sizeof *v->caps);
-  st = v->vars && v->bufs && v->caps ? bind_config(spec, &ex->dev->info, config, v->vars)
+  v->last_sizes = calloc((size_t)spec->n_sizes + 1, sizeof *v->last_sizes);
+  st = v->vars && v->bufs && v->caps && v->last_sizes ? bind_config(spec, &ex->dev->info, config, v->vars)
                                      : ht_error(HT_ERR_NOMEM, "out of memory");
   if (st) {
     ht_variant_destroy(v);
@@ -146,12 +149,36 @@ void ht_variant_destroy(ht_variant *v) {
     if (v->bufs[i]) dev->ops->buffer_free(dev, v->bufs[i]);
   free(v->bufs);
   free(v->caps);
+  free(v->last_sizes);
   free(v->vars);
   free(v);
 }
 
+static int same_sizes_as_last(const ht_variant *v) {
+  const ht_spec *s = v->spec;
+  if (!v->last) return 0;
+  for (int i = 0; i < s->n_sizes; i++)
+    if (v->last_sizes[i] != v->vars[s->first_size + i].u.i) return 0;
+  return 1;
+}
+
+static void remember_last(ht_variant *v, ht_program *prog) {
+  const ht_spec *s = v->spec;
+  for (int i = 0; i < s->n_sizes; i++) v->last_sizes[i] = v->vars[s->first_size + i].u.i;
+  v->last = prog;
+}
+
+static ht_status compile_for(ht_variant *v, ht_program **prog);
+
 /* The program for the defines of this call (sizes may be among them), compiled on first use. */
 static ht_status program_for(ht_variant *v, ht_program **prog) {
+  if (same_sizes_as_last(v)) return *prog = v->last, HT_OK;
+  ht_status st = compile_for(v, prog);
+  if (!st) remember_last(v, *prog);
+  return st;
+}
+
+static ht_status compile_for(ht_variant *v, ht_program **prog) {
   ht_spec_defines defs; /* a reference standing in for the kernel is built as a reference: no parameters */
   ht_spec_defines_fill(v->spec, v->k, v->vars, v->k == &v->spec->kernel, &defs);
   uint64_t key = 0x6578656320;
