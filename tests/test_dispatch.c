@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "device/sim.h"
@@ -504,6 +505,56 @@ static void test_static_cache_used_first(void **state) {
   ht_spec_destroy(s);
 }
 
+/* The command line: decide, bench, explain, export-cache on the two simulated devices, and usage errors. */
+static int cli(const char *args, char *out, size_t len) {
+  char *cmd = ht_strfmt("%s %s 2>&1", HT_CLI, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, len - 1, p);
+  out[n] = 0;
+  free(cmd);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli(void **state) {
+  (void)state;
+  char *comp = ht_strfmt("{\"name\": \"cli\", \"variants\": [{\"spec\": \"%s\", \"device\": \"sim:0\", \"config\": "
+                         "\"THREADS_ALL=0\"}, {\"spec\": \"%s\", \"device\": \"sim:1\", \"config\": \"THREADS_ALL=0\"}]}",
+                         SPEC, SPEC);
+  char *path = write_tmp("test_dispatch_cli.json", comp);
+  char *db = ht_strfmt("%s/test_dispatch_cli.db", HT_BINARY_DIR);
+  unlink(db);
+  static char out[65536];
+  char *args = ht_strfmt("dispatch bench %s --sizes N=100:1000000 --points 9 --repeat 2 --db %s", path, db);
+  if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  assert_non_null(strstr(out, "selector:                          accuracy 100.0% (4 of 4)"));
+  free(args);
+  args = ht_strfmt("dispatch decide %s --size N=1000000 --db %s", path, db);
+  assert_int_equal(cli(args, out, sizeof out), 0);
+  assert_non_null(strstr(out, "variant 1, options_c THREADS_ALL=0 on sim:1")); /* the GPU at 10^6 */
+  free(args);
+  args = ht_strfmt("explain %s --size N=100 --db %s", path, db);
+  assert_int_equal(cli(args, out, sizeof out), 0);
+  assert_non_null(strstr(out, "*0 options_c THREADS_ALL=0 on sim:0")); /* the CPU at 100 */
+  assert_non_null(strstr(out, "from measured"));
+  free(args);
+  char *h = ht_strfmt("%s/test_dispatch_cli.h", HT_BINARY_DIR);
+  args = ht_strfmt("dispatch export-cache %s --output %s --symbol cli_cache --db %s", path, h, db);
+  assert_int_equal(cli(args, out, sizeof out), 0);
+  assert_int_equal(access(h, R_OK), 0);
+  free(args);
+  args = ht_strfmt("dispatch frobnicate %s", path);
+  assert_int_equal(cli(args, out, sizeof out), 2);
+  assert_non_null(strstr(out, "unknown subcommand 'frobnicate'"));
+  free(args);
+  args = ht_strfmt("dispatch bench %s --sizes M=1:10 --db %s", path, db);
+  assert_int_equal(cli(args, out, sizeof out), 2);
+  assert_non_null(strstr(out, "no size 'M'"));
+  free(args);
+  free(h), free(db), free(path), free(comp);
+}
+
 int main(void) {
   setenv("HETUNE_SIM", HT_SOURCE_DIR "/tests/data/sim/dispatch.json", 1);
   const struct CMUnitTest tests[] = {
@@ -515,7 +566,7 @@ int main(void) {
       cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_log_across_programs), cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
-      cmocka_unit_test(test_model_best_config),
+      cmocka_unit_test(test_model_best_config),  cmocka_unit_test(test_cli),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -261,7 +261,7 @@ static void bench_report(dispatch_cli *d, const sweep *sw, int nv, const double 
   const ht_spec *s = ht_computation_spec(d->c);
   int wins[64] = {0};
   for (int i = 1; i < sw->n; i += 2) wins[fastest(&t[i * nv], nv)]++;
-  int majority = fastest((double[]){0}, 1);
+  int majority = 0;
   for (int v = 0; v < nv; v++)
     if (wins[v] > wins[majority]) majority = v;
   printf("%12s", ht_spec_size_name(s, sw->dim));

@@ -11,7 +11,7 @@ ht_status ht_computation_make_args(const ht_computation *c, const int64_t *sizes
   ht_host_arg *args = calloc((size_t)s->n_args + 1, sizeof *args);
   ht_value *vars = calloc((size_t)s->n_names + 1, sizeof *vars);
   ht_status st = args && vars ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
-  for (int i = 0; !st && i < s->n_sizes; i++) vars[s->first_size + i] = ht_int(sizes[i]);
+  if (!st) htd_size_vars(s, sizes, vars);
   for (int i = 0; !st && i < s->n_args; i++) {
     const ht_spec_arg *a = &s->args[i];
     int64_t n;

@@ -272,8 +272,7 @@ uint64_t ht_computation_size_key(const ht_computation *c, const int64_t *sizes) 
   return c && c->finished && sizes ? htd_bucket(c, sizes, rep) : 0;
 }
 
-/* vars of spec's variable table with only the sizes bound (buffer lengths and work read sizes). */
-static void size_vars(const ht_spec *spec, const int64_t *sizes, ht_value *vars) {
+void htd_size_vars(const ht_spec *spec, const int64_t *sizes, ht_value *vars) {
   for (int i = 0; i < spec->n_names; i++) vars[i] = ht_int(0);
   for (int i = 0; i < spec->n_sizes; i++) vars[spec->first_size + i] = ht_int(sizes[i]);
 }
@@ -282,7 +281,7 @@ double htd_work(const ht_spec *spec, const int64_t *sizes) {
   double w = 1;
   if (spec->work_flops) {
     ht_value vars[spec->n_names + 1];
-    size_vars(spec, sizes, vars);
+    htd_size_vars(spec, sizes, vars);
     if (!ht_expr_eval_double(spec->work_flops, vars, &w) && w > 0) return w;
     w = 1;
   }
@@ -295,7 +294,7 @@ double htd_transfer_s(const ht_computation *c, int vi, const int64_t *sizes) {
   if (!v->transfers) return 0;
   const ht_spec *spec = v->spec;
   ht_value vars[spec->n_names + 1];
-  size_vars(spec, sizes, vars);
+  htd_size_vars(spec, sizes, vars);
   double s = 0;
   for (int i = 0; i < spec->n_args; i++) {
     const ht_spec_arg *a = &spec->args[i];

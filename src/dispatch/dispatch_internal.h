@@ -163,6 +163,8 @@ enum { HTD_REPROBE = 16, HTD_REPROBE_MAX = 1024 };
 
 /* ---- computation.c ---- */
 int64_t htd_bucket_rep(int kind, int64_t n);
+/* vars (spec->n_names) with only the sizes bound, the rest 0: what buffer lengths and work read. */
+void htd_size_vars(const ht_spec *spec, const int64_t *sizes, ht_value *vars);
 /* The bucketed sizes into rep (the bucket's representative) and its hash. */
 uint64_t htd_bucket(const ht_computation *c, const int64_t *sizes, int64_t *rep);
 /* The call's work at sizes: the spec's flops expression, or the product of the sizes. */
