@@ -18,4 +18,5 @@
 #include "hetune/gemm.h"
 #include "hetune/replay.h"
 #include "hetune/dispatch.h"
+#include "hetune/coexec.h"
 #endif
