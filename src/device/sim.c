@@ -558,6 +558,27 @@ static ht_status sim_buffer_read(ht_device *dev, ht_buffer *buf, void *host, siz
   return st;
 }
 
+/* Copies of part of a buffer (a split call's own rows): the host's, timed as copies of that size. */
+static ht_status sim_buffer_write_at(ht_device *dev, ht_buffer *buf, size_t offset, const void *host, size_t bytes,
+                                     double *seconds) {
+  sim_dev *d = dev->impl;
+  double t0 = ht_now();
+  ht_status st = buf ? ht_backend_c.buffer_write_at(d->host, ((sim_buffer *)buf)->host, offset, host, bytes, NULL)
+                     : ht_error(HT_ERR_INVALID, "no buffer");
+  if (!st) account_transfer(d, &d->m.h2d, bytes, t0, seconds);
+  return st;
+}
+
+static ht_status sim_buffer_read_at(ht_device *dev, ht_buffer *buf, size_t offset, void *host, size_t bytes,
+                                    double *seconds) {
+  sim_dev *d = dev->impl;
+  double t0 = ht_now();
+  ht_status st = buf ? ht_backend_c.buffer_read_at(d->host, ((sim_buffer *)buf)->host, offset, host, bytes, NULL)
+                     : ht_error(HT_ERR_INVALID, "no buffer");
+  if (!st) account_transfer(d, &d->m.d2h, bytes, t0, seconds);
+  return st;
+}
+
 const ht_backend_ops ht_backend_sim = {
     .name = "sim",
     .probe = sim_probe,
@@ -569,6 +590,8 @@ const ht_backend_ops ht_backend_sim = {
     .buffer_new = sim_buffer_new,
     .buffer_write = sim_buffer_write,
     .buffer_read = sim_buffer_read,
+    .buffer_write_at = sim_buffer_write_at,
+    .buffer_read_at = sim_buffer_read_at,
     .buffer_free = sim_buffer_free,
     .caps = HT_CAP_SIMULATED,
 };
