@@ -51,6 +51,9 @@ ht_dtype ht_spec_arg_type(const ht_spec *s, int i);
 int ht_spec_arg_is_buffer(const ht_spec *s, int i);
 int ht_spec_arg_is_stop_flag(const ht_spec *s, int i);
 ht_access ht_spec_arg_access(const ht_spec *s, int i);
+/* The spec's tolerance for outputs, |out - ref| <= atol + rtol * |ref|; a value below 0: the
+ * spec gives none, and the element type's default applies (docs/spec.md). */
+void ht_spec_tolerance(const ht_spec *s, double *rtol, double *atol);
 /* Tunable parameters in the order of ht_config.idx: how many, parameter i's name, its number of
  * values and value v (strings owned by the spec). */
 int ht_spec_param_count(const ht_spec *s);

@@ -38,6 +38,11 @@ int ht_spec_arg_is_buffer(const ht_spec *s, int i) { return arg_at(s, i) ? arg_a
 
 int ht_spec_arg_is_stop_flag(const ht_spec *s, int i) { return arg_at(s, i) ? arg_at(s, i)->is_stop_flag : 0; }
 
+void ht_spec_tolerance(const ht_spec *s, double *rtol, double *atol) {
+  *rtol = s ? s->rtol : -1;
+  *atol = s ? s->atol : -1;
+}
+
 ht_access ht_spec_arg_access(const ht_spec *s, int i) {
   return arg_at(s, i) ? arg_at(s, i)->access : HT_ACCESS_READ;
 }
