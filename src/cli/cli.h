@@ -46,6 +46,10 @@ int cli_number(const char *cmd, const char *name, const char *v, double min_excl
 /* Loads SPEC and applies --size options. */
 int cli_load_spec(const cli_args *a, const char *path, ht_spec **out);
 const char *cli_db_path(const cli_args *a);
+/* A time in a 10-character column: "  12.34 us", "   1.234 ms", "-" when unknown. */
+void cli_print_seconds(double s);
+/* Applies every --size K=V of a to sizes (the spec's sizes, in its order). */
+int cli_size_options(const cli_args *a, const ht_spec *s, int64_t *sizes, const char *cmd);
 /* A command's SPEC-or-KERNEL-NAME argument: an existing file is loaded as a spec (with --size
  * applied) and *name is its kernel's name; anything else is a kernel name (*spec NULL). */
 int cli_kernel_arg(const cli_args *a, const char *cmd, const char *arg, ht_spec **spec, const char **name);

@@ -44,14 +44,8 @@ typedef struct dispatch_cli {
 
 /* --size options over the spec's own sizes. */
 static int read_sizes(dispatch_cli *d, const char *cmd) {
-  const ht_spec *s = ht_computation_spec(d->c);
-  d->n_sizes = ht_spec_size_count(s);
-  for (int i = 0; i < d->a.n_opt; i++) {
-    if (strcmp(d->a.opt_name[i], "size")) continue;
-    if (ht_features_parse_problem(s, d->a.opt_value[i], d->sizes, "--size"))
-      return cli_usage_error(cmd, "%s", ht_last_error());
-  }
-  return CLI_OK;
+  d->n_sizes = ht_spec_size_count(ht_computation_spec(d->c));
+  return cli_size_options(&d->a, ht_computation_spec(d->c), d->sizes, cmd);
 }
 
 static int open_all(dispatch_cli *d, const char *cmd) {
@@ -63,13 +57,6 @@ static int open_all(dispatch_cli *d, const char *cmd) {
   if (ht_spec_size_count(s) > 16) return cli_usage_error(cmd, "%s has more than 16 sizes", ht_spec_name(s));
   for (int i = 0; i < ht_spec_size_count(s); i++) d->sizes[i] = ht_spec_size_value(s, i);
   return read_sizes(d, cmd);
-}
-
-static void print_time(double s) {
-  if (!isfinite(s)) printf("%10s", "-");
-  else if (s < 1e-3) printf("%7.2f us", s * 1e6);
-  else if (s < 1) printf("%7.3f ms", s * 1e3);
-  else printf("%7.3f s ", s);
 }
 
 static void sizes_text(const dispatch_cli *d, const int64_t *sizes, char *buf, size_t len) {
@@ -88,7 +75,7 @@ static void print_decision(const dispatch_cli *d, const ht_decision *x) {
   printf("%s %s: variant %d, %s (config %s)\n", ht_spec_name(ht_computation_spec(d->c)), sz, x->variant,
          ht_computation_variant_label(d->c, x->variant), *x->config ? x->config : "none");
   printf("  expected ");
-  print_time(x->pred_total_s);
+  cli_print_seconds(x->pred_total_s);
   printf(", from %s%s", ht_decision_source_name(x->source), x->close ? " (close to the runner-up: may be explored)" : "");
   if (x->decide_ns > 0) printf("; decided in %.0f ns", x->decide_ns);
   printf("\n");
@@ -117,11 +104,11 @@ static int do_run(dispatch_cli *d) {
     }
     printf("call %lld: variant %d (%s) from %s: kernel ", i + 1, x.variant, ht_computation_variant_label(d->c, x.variant),
            ht_decision_source_name(x.source));
-    print_time(t.kernel_s);
+    cli_print_seconds(t.kernel_s);
     printf(", copies ");
-    print_time(t.h2d_s + t.d2h_s);
+    cli_print_seconds(t.h2d_s + t.d2h_s);
     printf(", expected ");
-    print_time(x.pred_total_s);
+    cli_print_seconds(x.pred_total_s);
     printf("\n");
   }
   ht_computation_free_args(d->c, args);
@@ -141,25 +128,25 @@ static int do_explain(dispatch_cli *d) {
     printf("  %c%d %s\n      expected ", i == x.variant ? '*' : ' ', i, ht_computation_variant_label(d->c, i));
     if (!isfinite(e[i].total_s)) printf("nothing yet: no time measured or modelled; a call runs it to learn\n");
     if (!isfinite(e[i].total_s)) continue;
-    print_time(e[i].total_s);
+    cli_print_seconds(e[i].total_s);
     if (isfinite(e[i].band_lo)) {
       printf(" (band ");
-      print_time(e[i].band_lo);
+      cli_print_seconds(e[i].band_lo);
       printf(" -");
-      print_time(e[i].band_hi);
+      cli_print_seconds(e[i].band_hi);
       printf(")");
     }
     printf(" from %s", ht_decision_source_name(e[i].source));
     if (isfinite(e[i].kernel_s)) {
       printf(": kernel ");
-      print_time(e[i].kernel_s);
+      cli_print_seconds(e[i].kernel_s);
       printf(" + copies ");
-      print_time(e[i].transfer_s);
+      cli_print_seconds(e[i].transfer_s);
     }
     printf("\n      config %s; correction x%.3f; %d sizes measured; %s\n", *e[i].config ? e[i].config : "none",
            e[i].correction, e[i].n_sizes_measured, e[i].has_model ? "a stored model" : "no stored model");
     if (e[i].n_recent) printf("      measured here, newest last:");
-    for (int k = 0; k < e[i].n_recent; k++) print_time(e[i].recent[k]);
+    for (int k = 0; k < e[i].n_recent; k++) cli_print_seconds(e[i].recent[k]);
     if (e[i].n_recent) printf("\n");
   }
   free(e);
@@ -272,7 +259,7 @@ static void bench_report(dispatch_cli *d, const sweep *sw, int nv, const double 
     const double *ti = &t[i * nv];
     int best = fastest(ti, nv);
     printf("%12lld", (long long)sw->at[i]);
-    for (int v = 0; v < nv; v++) printf("  "), print_time(ti[v]);
+    for (int v = 0; v < nv; v++) printf("  "), cli_print_seconds(ti[v]);
     if (i % 2) printf("  %7d %6d%s\n", best, chosen[i], chosen[i] == best ? "" : " *");
     else printf("  %7d   (measured)\n", best);
     if (i % 2) add_score(&sel, ti[chosen[i]], ti[best]), add_score(&base, ti[majority], ti[best]);

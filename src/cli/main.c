@@ -218,6 +218,25 @@ const char *cli_default_device(const ht_spec *s) {
   }
 }
 
+void cli_print_seconds(double s) {
+  if (!isfinite(s)) printf("%10s", "-");
+  else if (s < 1e-3) printf("%7.2f us", s * 1e6);
+  else if (s < 1) printf("%7.3f ms", s * 1e3);
+  else printf("%7.3f s ", s);
+}
+
+/* Every --size at once: each parse of a problem text starts from the spec's own sizes. */
+int cli_size_options(const cli_args *a, const ht_spec *s, int64_t *sizes, const char *cmd) {
+  ht_buf all = {0};
+  for (int i = 0; i < a->n_opt; i++)
+    if (!strcmp(a->opt_name[i], "size")) ht_buf_appendf(&all, "%s%s", all.len ? "," : "", a->opt_value[i]);
+  int rc = CLI_OK;
+  if (all.failed) rc = cli_fail(cmd);
+  else if (all.len && ht_features_parse_problem(s, all.data, sizes, "--size")) rc = cli_usage_error(cmd, "%s", ht_last_error());
+  ht_buf_free(&all);
+  return rc;
+}
+
 const char *cli_db_path(const cli_args *a) {
   const char *db = cli_opt(a, "db");
   if (!db) db = getenv("HETUNE_DB");
