@@ -82,7 +82,7 @@ const char *htd_config_for(ht_computation *c, int vi, const int64_t *sizes) {
   return config;
 }
 
-static ht_status variant_for(ht_computation *c, int vi, const char *config, ht_variant **out) {
+ht_status htd_variant_for(ht_computation *c, int vi, const char *config, ht_variant **out) {
   htd_variant *v = &c->v[vi];
   for (int i = 0; i < v->n_runs; i++)
     if (!strcmp(v->runs[i].config, config)) return *out = v->runs[i].run, HT_OK;
@@ -225,7 +225,7 @@ ht_status ht_computation_decide(ht_computation *c, const int64_t *sizes, ht_deci
 static ht_status run_one(ht_computation *c, int vi, const char *config, const int64_t *sizes,
                          const ht_host_arg *args, ht_run_times *t) {
   ht_variant *run;
-  ht_status st = variant_for(c, vi, config, &run);
+  ht_status st = htd_variant_for(c, vi, config, &run);
   if (!st) st = ht_variant_run(run, sizes, args, NULL, t);
   return st ? ht_error_prefix(st, "%s: running variant %d (%s): ", c->name, vi, c->v[vi].label) : HT_OK;
 }

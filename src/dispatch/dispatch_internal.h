@@ -204,6 +204,8 @@ int htd_choose_fastest(ht_computation *c, const int64_t *sizes, int prefer_model
 /* The config variant v runs at sizes (its own, or the best known for the size). */
 const char *htd_config_for(ht_computation *c, int v, const int64_t *sizes);
 int htd_argmin(const htd_estimate *est, int n, int *runner_up);
+/* The execution layer's object for variant v with config (made, and compiled, on first use). */
+ht_status htd_variant_for(ht_computation *c, int v, const char *config, ht_variant **out);
 
 /* ---- tuned.c ---- */
 /* Checks a variant's config on its device and puts it in canonical form; sets label and key. */
