@@ -309,6 +309,7 @@ static void test_bad_input(void **state) {
   expect_invalid(0, 0, 10, &p, NULL, "n_pus 0");
   expect_invalid(HT_COEXEC_MAX_PUS + 1, 0, 10, &p, NULL, "n_pus 17");
   expect_invalid(2, 10, 5, &p, NULL, "ub is below lb");
+  expect_invalid(2, INT64_MIN, INT64_MAX, &p, NULL, "at most 2^53");
   assert_int_equal(ht_partition_plan(2, 0, 10, NULL, &p, NULL, &(ht_partition){0}), HT_ERR_INVALID);
   expect_invalid(2, 0, 10, &p, &(ht_partition_opts){.converge = -1}, "converge");
   expect_invalid(2, 0, 10, &p, &(ht_partition_opts){.granularity = -2}, "granularity");

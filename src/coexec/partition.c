@@ -55,6 +55,9 @@ ht_status htp_problem_init(htp_problem *p, int n, int64_t lb, int64_t ub, ht_chu
   if (ub < lb)
     return ht_error(HT_ERR_INVALID, "ht_partition_plan: range [%lld, %lld): ub is below lb", (long long)lb,
                     (long long)ub);
+  if (ub - (double)lb > 9007199254740992.0) /* sizes are scaled in doubles: exact to 2^53 */
+    return ht_error(HT_ERR_INVALID, "ht_partition_plan: range [%lld, %lld): expected at most 2^53 iterations",
+                    (long long)lb, (long long)ub);
   if (!time) return ht_error(HT_ERR_INVALID, "ht_partition_plan: no time function");
   ht_partition_opts zero = {0};
   const ht_partition_opts *o = opts ? opts : &zero;
