@@ -163,6 +163,13 @@ static void test_remainder_goes_to_chosen_pu(void **state) {
   assert_int_equal(size_of(&r, 0), 25);
   assert_int_equal(size_of(&r, 1), 51);
   assert_int_equal(size_of(&r, 2), 25);
+  /* a remainder PU that was dropped passes the leftover to the largest chunk (the first of equals) */
+  p.m[1][0] = linear(12e-9);
+  o.remainder_pu = 1;
+  plan(&p, 3, 0, 1001, &o, &r);
+  assert_int_equal(r.eliminated_at[1], 1);
+  assert_int_equal(size_of(&r, 0), 501);
+  assert_int_equal(size_of(&r, 2), 500);
 }
 
 /* Inner bounds are lb + multiples of the granularity; only the range's end is not. */

@@ -128,26 +128,25 @@ static void bounds(const htp_problem *p, const int64_t *size, int64_t *lb, int64
 }
 
 /* Predicted times of the chunks. A PU that cannot run its chunk leaves (out = -1) and the rest
- * are split again; HT_ERR_INVALID when none is left. *dropped tells whether one left. */
-static ht_status evaluate(run *r, int *dropped) {
+ * are split again; HT_ERR_INVALID when none is left. */
+static ht_status evaluate(run *r) {
   const htp_problem *p = r->p;
   for (;;) {
     int64_t lb[HT_COEXEC_MAX_PUS], ub[HT_COEXEC_MAX_PUS];
     bounds(p, r->size, lb, ub);
-    int failed = 0, left = 0;
+    int failed = 0;
     for (int i = 0; i < p->n; i++) {
       r->t[i] = 0;
       if (r->out[i] || r->size[i] == 0) continue;
       double t = p->time(p->ctx, i, r->version[i], lb[i], ub[i]);
       if (!(t > 0) || !isfinite(t)) {
         r->out[i] = -1;
-        failed = *dropped = 1;
+        failed = 1;
       } else {
         r->t[i] = t;
-        left++;
       }
     }
-    if (!failed) return left || p->ub == p->lb ? HT_OK : ht_error(HT_ERR_INVALID, "ht_partition_plan: no PU has work");
+    if (!failed) return HT_OK;
     int any = 0;
     for (int i = 0; i < p->n; i++) any |= !r->out[i];
     if (!any) return ht_error(HT_ERR_INVALID, "ht_partition_plan: no PU can run a chunk of [%lld, %lld)",
@@ -182,16 +181,15 @@ static int eliminate(run *r, int step, int rules) {
   return dropped;
 }
 
-static double mean_time(const run *r, double *max_dev) {
-  double sum = 0, mean;
+/* The convergence measure: the largest |T_i - mean| / mean over the PUs with a chunk. */
+static double max_deviation(const run *r) {
+  double sum = 0, dev = 0;
   int n = 0;
   for (int i = 0; i < r->p->n; i++)
     if (r->t[i] > 0) sum += r->t[i], n++;
-  mean = n ? sum / n : 0;
-  *max_dev = 0;
   for (int i = 0; i < r->p->n; i++)
-    if (r->t[i] > 0) *max_dev = fmax(*max_dev, fabs(r->t[i] - mean) / mean);
-  return mean;
+    if (r->t[i] > 0) dev = fmax(dev, fabs(r->t[i] - sum / n) / (sum / n));
+  return dev;
 }
 
 double htp_energy(const htp_problem *p, const ht_partition *r) {
@@ -228,8 +226,7 @@ static ht_status start(run *r, const int *eliminated_at) {
     r->want[i] = r->out[i] ? 0 : 1;
   }
   normalise(r);
-  int dropped = 0;
-  return evaluate(r, &dropped);
+  return evaluate(r);
 }
 
 static void finish(const run *r, int steps, ht_partition *out) {
@@ -257,12 +254,10 @@ ht_status htp_alg53(const htp_problem *p, const int *version, const int *elimina
       normalise(&r);
       out->best_step = -1; /* an elimination is final: forget the schedules that used the PU */
     }
-    int unchanged = !memcmp(before, r.size, sizeof before), dropped = 0;
-    if (!unchanged && (st = evaluate(&r, &dropped))) return st;
+    int unchanged = !memcmp(before, r.size, sizeof before);
+    if (!unchanged && (st = evaluate(&r))) return st;
     register_schedule(&r, step, out);
-    double dev;
-    mean_time(&r, &dev);
-    if (unchanged || dev < p->converge) break;
+    if (unchanged || max_deviation(&r) < p->converge) break;
   }
   if (out->best_step < 0) register_schedule(&r, step, out); /* an empty range: nothing to refine */
   finish(&r, step, out);
