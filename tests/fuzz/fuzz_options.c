@@ -1,5 +1,11 @@
-/* Strategy and model options ("key=value,...") and config texts ("A=1,B=x") of a small space. */
+/* Strategy and model options ("key=value,..."), config texts ("A=1,B=x") of a small space, and the
+ * partitioner's options, planned with when they parse. */
 #include "fuzz.h"
+
+static double linear_pu(void *ctx, int pu, int version, int64_t lb, int64_t ub) {
+  (void)ctx, (void)version;
+  return (1.0 + pu) * 1e-9 * (double)(ub - lb);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text = fuzz_text(data, size);
@@ -16,6 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
   }
   ht_space_destroy(s);
+  ht_partition_opts po = {0};
+  const double watts[3] = {50, 100, 200};
+  ht_partition plan;
+  if (ht_partition_opts_parse(text, &po) == HT_OK) {
+    if (po.eliminate_energy > 0 || po.recursive || po.idle_power_w > 0) po.power_w = watts;
+    ht_partition_plan(3, 0, 1000, linear_pu, NULL, &po, &plan);
+  }
   free(text);
   return 0;
 }
