@@ -84,6 +84,86 @@ int64_t ht_hguided_chunk(int64_t remaining, double power, double power_sum, doub
 
 /* ---- co-execution ---- */
 
+/* How a call splits: the size `dim` of the specs is cut into chunks [lb, ub), each run as the same
+ * kernel on a smaller problem (dim = the chunk's rows) on the part of each split buffer holding
+ * those rows. A split buffer holds `stride` elements per row of dim (an expression of the sizes),
+ * rows outermost; a buffer not named is passed whole to every chunk and must not be written. halo:
+ * rows a chunk reads on each side beyond its own (a stencil's radius); only its own rows are
+ * written back. */
+typedef struct ht_split_buffer {
+  const char *name;   /* a buffer argument of the specs */
+  const char *stride; /* elements per row of dim: "1", "K", "2*N" */
+} ht_split_buffer;
+
+typedef struct ht_split {
+  const char *dim;         /* a size name of the specs */
+  int64_t granularity;     /* chunk bounds are multiples of it (0: 1) */
+  int64_t halo;            /* rows read beyond each side of a chunk */
+  int n_buffers;
+  const ht_split_buffer *buffers;
+} ht_split;
+
+typedef struct ht_coexec ht_coexec;
+
+/* Co-executes c (borrowed; it must outlive x) split as *split. Each device of c's variants is a
+ * processing unit, its variants on that device its versions. options (may be NULL):
+ *   schedule=static     plan with predicted chunk times (001's Alg. 5.3), cached per size bucket;
+ *                       a call whose variants are not all calibrated runs dynamic instead
+ *   schedule=dynamic    devices take chunks on demand, shrinking as the call ends (HGuided)
+ *   replan=0.05         drop a cached plan whose measured imbalance exceeded this
+ *   min_chunk=N         the dynamic schedule's smallest chunk in rows (default 32 granularities)
+ * and the partitioner's options (ht_partition_opts_parse). */
+ht_status ht_coexec_create(ht_computation *c, const ht_split *split, const char *options, ht_coexec **out);
+/* A computation file (docs/dispatch.md) with a "split" object (docs/coexec.md); x owns the
+ * computation (ht_coexec_computation). st as ht_computation_load takes. */
+ht_status ht_coexec_load(const char *path, ht_store *st, ht_coexec **out);
+void ht_coexec_destroy(ht_coexec *x);
+ht_computation *ht_coexec_computation(ht_coexec *x);
+/* Active power of a device in watts, for the energy options (a file's "power_w" sets them too). */
+ht_status ht_coexec_set_power(ht_coexec *x, const char *device_id, double watts);
+
+/* Options as ht_coexec_create takes, over those set before (cached plans are dropped). */
+ht_status ht_coexec_set_options(ht_coexec *x, const char *options);
+
+/* The devices (processing units), in the order of the computation's first variant on each. */
+int ht_coexec_pu_count(const ht_coexec *x);
+const char *ht_coexec_pu_device(const ht_coexec *x, int pu);
+/* The device a variant of the computation runs on (-1: no such variant). */
+int ht_coexec_pu_of(const ht_coexec *x, int variant);
+
+typedef struct ht_coexec_pu_report {
+  int variant;            /* the computation's variant its chunk ran (-1: not used) */
+  const char *config;     /* valid while the computation lives */
+  int64_t lb, ub;         /* its rows of dim (dynamic: from its first chunk's start to its last's end) */
+  int64_t rows;           /* rows it ran (measured), or was planned */
+  double pred_s;          /* predicted time (NAN when not planned) */
+  double kernel_s, transfer_s, time_s; /* measured (modelled on simulated devices): time = kernel + copies */
+  int chunks;             /* chunks it ran */
+  ht_status status;       /* HT_OK, or why its chunk failed (it then ran on another device) */
+  char error[256];        /* the failure's message */
+} ht_coexec_pu_report;
+
+typedef struct ht_coexec_report {
+  int n_pus;
+  ht_coexec_pu_report pu[HT_COEXEC_MAX_PUS];
+  const char *schedule;   /* "static" or "dynamic" */
+  int from_cache;         /* 1: the plan came from the plan cache */
+  ht_partition plan;      /* the static plan (steps, plan_us, ...) */
+  double pred_makespan_s; /* NAN for a dynamic schedule */
+  double makespan_s;      /* the longest device's measured time */
+  double imbalance;       /* (max - min) / max of the measured times of the devices used */
+  double wall_s;          /* the whole call, planning included */
+  int reruns;             /* chunks run again on another device after a failure */
+} ht_coexec_report;
+
+/* The plan for a call at sizes, run nothing (pu[].pred_s, lb, ub, variant). */
+ht_status ht_coexec_plan(ht_coexec *x, const int64_t *sizes, ht_coexec_report *out);
+/* Plans (or takes the cached plan), runs every device's chunk at once on the caller's buffers (as
+ * ht_variant_run takes them), waits for all, and feeds each chunk's time back to the computation.
+ * A device that fails has its chunk run again on the fastest device that succeeded; the call fails
+ * only when that fails too. out may be NULL. */
+ht_status ht_coexec_run(ht_coexec *x, const int64_t *sizes, const ht_host_arg *args, ht_coexec_report *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -71,6 +71,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_gemm(int argc, char **argv);
 int cmd_bandwidth(int argc, char **argv);
 int cmd_dispatch(int argc, char **argv);
+int cmd_coexec(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 /* SPEC (first positional) and its measurements from --data FILE.csv... or --data-db DB (filtered
  * by --device): the dataset of hetune model train/eval. */

@@ -7,8 +7,9 @@
 #include "core/json_text.h"
 #include "dispatch/dispatch_internal.h"
 
+/* "split" is read by co-execution (ht_coexec_load), which calls this loader first. */
 static const char *const top_keys[] = {"name", "variants", "selector", "bucket", "rule", "feedback", "seed",
-                                       "_comment", NULL};
+                                       "split", "_comment", NULL};
 static const char *const variant_keys[] = {"spec", "device", "config", "_comment", NULL};
 static const char *const feedback_keys[] = {"window", "drift", "explore", "regret_cap", NULL};
 
@@ -99,6 +100,8 @@ static ht_status options_text(const file_ctx *f, json_t *root, ht_buf *b) {
 
 static ht_status load(ht_computation **out, const file_ctx *f, json_t *root, ht_store *st) {
   ht_status s = ht_json_check_keys(f->path, f->text, root, f->text, "", top_keys);
+  json_t *split = json_object_get(root, "split");
+  if (!s && split && !json_is_object(split)) s = fail(f, f->text, "split", "\"split\": expected an object%s", NULL);
   const char *name;
   if (!s) s = get_string(f, root, ht_json_skip_ws(f->text), "name", 1, &name);
   if (!s) s = ht_computation_create(name, st, out);
