@@ -112,7 +112,8 @@ typedef struct ht_coexec ht_coexec;
  *   schedule=dynamic    devices take chunks on demand, shrinking as the call ends (HGuided)
  *   replan=0.05         drop a cached plan whose measured imbalance exceeded this
  *   min_chunk=N         the dynamic schedule's smallest chunk in rows (default 32 granularities)
- * and the partitioner's options (ht_partition_opts_parse). */
+ * and the partitioner's options (ht_partition_opts_parse), whose defaults here are eliminate=0.02
+ * and refine=1 (chunk times include copies and latency, so small chunks are priced right). */
 ht_status ht_coexec_create(ht_computation *c, const ht_split *split, const char *options, ht_coexec **out);
 /* A computation file (docs/dispatch.md) with a "split" object (docs/coexec.md); x owns the
  * computation (ht_coexec_computation). st as ht_computation_load takes. */
@@ -128,6 +129,8 @@ ht_status ht_coexec_set_options(ht_coexec *x, const char *options);
 /* The devices (processing units), in the order of the computation's first variant on each. */
 int ht_coexec_pu_count(const ht_coexec *x);
 const char *ht_coexec_pu_device(const ht_coexec *x, int pu);
+/* The index of the split size among the specs' sizes. */
+int ht_coexec_split_dim(const ht_coexec *x);
 /* The device a variant of the computation runs on (-1: no such variant). */
 int ht_coexec_pu_of(const ht_coexec *x, int variant);
 

@@ -129,18 +129,18 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Each device alone on the whole call: the median of its fastest variant. */
-static int bench_alone(coexec_cli *d, int repeat, double *alone, int *best_variant) {
+/* Each device alone on the whole call at sizes: the median of its fastest variant. */
+static int bench_alone(coexec_cli *d, const int64_t *sizes, int repeat, double *alone, int *best_variant) {
   int nv = ht_computation_variant_count(d->c);
   ht_host_arg *args;
-  if (ht_computation_make_args(d->c, d->sizes, 1, &args)) return cli_fail("coexec bench");
+  if (ht_computation_make_args(d->c, sizes, 1, &args)) return cli_fail("coexec bench");
   for (int p = 0; p < ht_coexec_pu_count(d->x); p++) alone[p] = INFINITY, best_variant[p] = -1;
   int rc = CLI_OK;
   for (int v = 0; v < nv && !rc; v++) {
     double t[64];
     ht_run_times rt;
     for (int r = -1; r < repeat && !rc; r++) /* the first run warms up */
-      if (ht_computation_run_variant(d->c, v, d->sizes, args, &rt)) rc = cli_fail("coexec bench");
+      if (ht_computation_run_variant(d->c, v, sizes, args, &rt)) rc = cli_fail("coexec bench");
       else if (r >= 0) t[r] = run_seconds(&rt);
     int p = ht_coexec_pu_of(d->x, v);
     double m = rc ? INFINITY : median(t, repeat);
@@ -148,6 +148,30 @@ static int bench_alone(coexec_cli *d, int repeat, double *alone, int *best_varia
   }
   ht_computation_free_args(d->c, args);
   return rc;
+}
+
+/* The ideal makespans: 1 / sum(1 / T_i), as if each device's time were proportional to its rows;
+ * and, with each device's time fitted as fixed + per-row from the whole call and half of it (a
+ * buffer every chunk copies whole, launch latency), the time T at which the devices together
+ * finish all rows: sum over devices of (T - fixed_i) / per_row_i = rows. */
+static void ideal_makespans(int n, const double *whole, const double *half, int64_t rows, double *proportional,
+                            double *affine) {
+  double inv = 0, fixed[HT_COEXEC_MAX_PUS], per_row[HT_COEXEC_MAX_PUS], hi = INFINITY;
+  for (int p = 0; p < n; p++) {
+    inv += 1 / whole[p];
+    per_row[p] = fmax((whole[p] - half[p]) / ((double)rows - (double)(rows / 2)), 1e-300);
+    fixed[p] = fmax(whole[p] - per_row[p] * (double)rows, 0);
+    hi = fmin(hi, whole[p]);
+  }
+  *proportional = 1 / inv;
+  double lo = 0;
+  for (int it = 0; it < 200; it++) {
+    double t = 0.5 * (lo + hi), done = 0;
+    for (int p = 0; p < n; p++) done += fmax(0, (t - fixed[p]) / per_row[p]);
+    if (done >= (double)rows) hi = t;
+    else lo = t;
+  }
+  *affine = hi;
 }
 
 /* How far the split call's written buffers are from one device's, in units of the spec's
@@ -214,14 +238,17 @@ static int do_bench(coexec_cli *d) {
   long long repeat = 5;
   const char *v = cli_opt(&d->a, "repeat");
   if (v && cli_integer_in("coexec bench", "--repeat", v, 1, 64, &repeat)) return CLI_USAGE;
-  int n = ht_coexec_pu_count(d->x), best[HT_COEXEC_MAX_PUS], fastest = 0;
-  double alone[HT_COEXEC_MAX_PUS], makespan = NAN, imbalance = NAN, diff = INFINITY, inv = 0;
+  int n = ht_coexec_pu_count(d->x), best[HT_COEXEC_MAX_PUS], unused[HT_COEXEC_MAX_PUS], fastest = 0, dim = ht_coexec_split_dim(d->x);
+  double alone[HT_COEXEC_MAX_PUS], half[HT_COEXEC_MAX_PUS], makespan = NAN, imbalance = NAN, diff = INFINITY;
+  int64_t half_sizes[16];
+  memcpy(half_sizes, d->sizes, sizeof half_sizes);
+  half_sizes[dim] = d->sizes[dim] / 2;
   ht_coexec_report r;
-  int rc = bench_alone(d, (int)repeat, alone, best);
-  for (int p = 0; p < n && !rc; p++) {
+  int rc = d->sizes[dim] < 2 ? cli_usage_error("coexec bench", "the split size must be 2 or more") : CLI_OK;
+  if (!rc) rc = bench_alone(d, half_sizes, (int)repeat, half, unused);
+  if (!rc) rc = bench_alone(d, d->sizes, (int)repeat, alone, best);
+  for (int p = 0; p < n && !rc; p++)
     if (alone[p] < alone[fastest]) fastest = p;
-    inv += 1 / alone[p];
-  }
   if (!rc) rc = bench_split(d, (int)repeat, &r, &makespan, &imbalance);
   if (!rc) rc = bench_check(d, best[fastest], &diff);
   if (rc) return rc;
@@ -233,13 +260,17 @@ static int do_bench(coexec_cli *d) {
   }
   printf("split (median of %lld, the last call below):\n", repeat);
   print_report(d, &r, 1);
-  double ideal = 1 / inv;
+  double proportional, affine;
+  ideal_makespans(n, alone, half, d->sizes[dim], &proportional, &affine);
   printf("makespan ");
   cli_print_seconds(makespan);
-  printf(", ideal ");
-  cli_print_seconds(ideal);
-  printf(": efficiency %.3f, speedup %.2fx over the fastest device alone, imbalance %.1f%%\n", ideal / makespan,
-         alone[fastest] / makespan, 100 * imbalance);
+  printf("; speedup %.2fx over the fastest device alone; imbalance %.1f%%\n", alone[fastest] / makespan, 100 * imbalance);
+  printf("ideal    ");
+  cli_print_seconds(proportional);
+  printf(" (1 / sum(1 / T_device)): efficiency %.3f\n", proportional / makespan);
+  printf("ideal    ");
+  cli_print_seconds(affine);
+  printf(" (devices' fixed costs counted): efficiency %.3f\n", affine / makespan);
   printf("results: %s (largest difference %.2g of the spec's tolerance from %s alone)\n", diff <= 1 ? "match" : "DIFFER",
          diff, ht_coexec_pu_device(d->x, fastest));
   return diff <= 1 ? CLI_OK : CLI_ERROR;

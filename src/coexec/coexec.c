@@ -80,6 +80,10 @@ ht_status ht_coexec_create(ht_computation *c, const ht_split *split, const char 
   ht_coexec *x = calloc(1, sizeof *x);
   if (!x) return ht_error(HT_ERR_NOMEM, "out of memory");
   x->c = c;
+  /* Chunk times here include copies and launch latency, so a small chunk is predicted at its true
+   * cost: a device is dropped only below 2% of the largest chunk (001's 10% guards against costs
+   * its model left out), and the bounds are refined to a common finish time. */
+  x->popts = (ht_partition_opts){.eliminate = 0.02, .refine = 1};
   st = htx_split_compile(c, split, &x->split);
   if (st) st = ht_error_prefix(st, "%s: ", c->name);
   else if (!(st = find_pus(x))) st = set_options(x, options);
@@ -113,6 +117,8 @@ ht_status ht_coexec_set_options(ht_coexec *x, const char *options) {
 }
 
 int ht_coexec_pu_count(const ht_coexec *x) { return x ? x->n_pus : 0; }
+
+int ht_coexec_split_dim(const ht_coexec *x) { return x ? x->split.dim : -1; }
 
 int ht_coexec_pu_of(const ht_coexec *x, int variant) {
   for (int i = 0; x && i < x->n_pus; i++)

@@ -83,7 +83,16 @@ void htx_chunk_sizes(const ht_computation *c, const htx_split *s, const int64_t 
   out[s->dim] = k->b - k->a;
 }
 
-static int64_t eval_at(const ht_spec *spec, const ht_expr *e, const int64_t *sizes) {
+/* A stride at sizes: it is compiled over the size names alone. */
+static int64_t stride_at(const ht_spec *spec, const ht_expr *e, const int64_t *sizes) {
+  ht_value vars[spec->n_sizes + 1];
+  for (int i = 0; i < spec->n_sizes; i++) vars[i] = ht_int(sizes[i]);
+  int64_t v;
+  return ht_expr_eval_int(e, vars, &v) ? -1 : v;
+}
+
+/* A buffer's length at sizes (its expression is over the spec's names). */
+static int64_t length_at(const ht_spec *spec, const ht_expr *e, const int64_t *sizes) {
   ht_value vars[spec->n_names + 1];
   htd_size_vars(spec, sizes, vars);
   int64_t v;
@@ -97,7 +106,7 @@ ht_status htx_check_call(const ht_computation *c, const htx_split *s, const int6
   for (int k = 0; k < spec->n_args; k++) {
     if (!s->stride[k]) continue;
     const ht_spec_arg *a = &spec->args[k];
-    int64_t stride = eval_at(spec, s->stride[k], sizes), len = eval_at(spec, a->length, sizes);
+    int64_t stride = stride_at(spec, s->stride[k], sizes), len = length_at(spec, a->length, sizes);
     if (stride < 1) return ht_error(HT_ERR_INVALID, "split: buffer '%s': stride is %lld at these sizes", a->name, (long long)stride);
     if (len != n * stride)
       return ht_error(HT_ERR_INVALID, "split: buffer '%s' holds %lld elements, not %s (%lld) rows of %lld", a->name,
@@ -115,7 +124,7 @@ void htx_chunk_args(const ht_computation *c, const htx_split *s, const int64_t *
   for (int i = 0; i < spec->n_args; i++) {
     out[i] = args[i];
     if (!s->stride[i]) continue;
-    size_t stride = (size_t)eval_at(spec, s->stride[i], sizes), es = ht_dtype_size(spec->args[i].type);
+    size_t stride = (size_t)stride_at(spec, s->stride[i], sizes), es = ht_dtype_size(spec->args[i].type);
     out[i].data = (char *)args[i].data + (size_t)k->a * stride * es;
     out[i].count = (size_t)(k->b - k->a) * stride;
     if (!(spec->args[i].access & HT_ACCESS_WRITE)) {
