@@ -46,6 +46,9 @@ class Handle:
             pass
 
 
-def out_handle():
-    """The void ** a creating call fills."""
-    return ctypes.c_void_p()
+def create(call, *args):
+    """The handle a creating call (its last argument a void **) makes; Error when it fails."""
+    from ._lib import check
+    p = ctypes.c_void_p()
+    check(call(*args, ctypes.byref(p)))
+    return p.value

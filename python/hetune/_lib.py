@@ -15,7 +15,8 @@ SONAME_MAJOR = 0  # libhetune.so.0: the SOVERSION this binding's structs match
 
 
 class Error(Exception):
-    """A failed hetune call: message is ht_last_error()'s text, status the ht_status name ("parse", "io", "store", ...)."""
+    """A failed hetune call: message is ht_last_error()'s text, status the ht_status name ("parse",
+    "io", "store", ...)."""
 
     def __init__(self, message, status="invalid"):
         super().__init__(message)

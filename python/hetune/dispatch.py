@@ -5,7 +5,7 @@ import math
 import os
 
 from . import _lib
-from ._handle import Handle, out_handle
+from ._handle import Handle, create
 from ._lib import Decision, HostArg, RunTimes, check, dec, enc, lib
 from .spec import Spec
 
@@ -24,10 +24,7 @@ class Computation(Handle):
 
     @classmethod
     def load(cls, path, store=None):
-        p = out_handle()
-        check(lib.ht_computation_load(enc(os.fspath(path)), store.ptr if store is not None else None,
-                                      ctypes.byref(p)))
-        c = cls(p.value)
+        c = cls(create(lib.ht_computation_load, enc(os.fspath(path)), store.ptr if store is not None else None))
         c._store = store  # the C computation uses the store until it is destroyed
         if store is not None:
             store.depend(c)
@@ -47,7 +44,8 @@ class Computation(Handle):
     @property
     def variants(self):
         """Each variant's label: "scale_c NTHREADS=1 on c"."""
-        return [dec(lib.ht_computation_variant_label(self.ptr, i)) for i in range(lib.ht_computation_variant_count(self.ptr))]
+        n = lib.ht_computation_variant_count(self.ptr)
+        return [dec(lib.ht_computation_variant_label(self.ptr, i)) for i in range(n)]
 
     def _sizes(self, sizes):
         spec_sizes = self.spec.sizes

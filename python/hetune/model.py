@@ -6,7 +6,7 @@ import json
 
 from . import _lib
 from ._config import format_config
-from ._handle import Handle, out_handle
+from ._handle import Handle, create
 from ._lib import MODEL_VISIT, Band, Buf, Dataset, ModelRecord, check, dec, enc, lib
 
 Prediction = collections.namedtuple("Prediction", "time lo hi")
@@ -20,8 +20,7 @@ def _device_id(device):
     """The id the store keys a device by ("c:0") for a short one ("c")."""
     if device is None or ":" in device:
         return device
-    p = out_handle()
-    check(lib.ht_device_open(enc(device), ctypes.byref(p)))
+    p = create(lib.ht_device_open, enc(device))
     try:
         return dec(lib.ht_device_info_get(p).contents.id)
     finally:
@@ -32,9 +31,7 @@ class _Features(Handle):
     _free = lib.ht_features_destroy
 
     def __init__(self, spec):
-        p = out_handle()
-        check(lib.ht_features_create(spec.ptr, None, ctypes.byref(p)))
-        super().__init__(p.value)
+        super().__init__(create(lib.ht_features_create, spec.ptr, None))
         self.spec = spec  # the feature set reads the spec: it must outlive it
         spec.depend(self)
 
@@ -87,8 +84,7 @@ class Model(Handle):
         try:
             check(lib.ht_dataset_from_store(feats.ptr, store.ptr, enc(device), ctypes.byref(data)))
             d = data.contents
-            m = out_handle()
-            check(lib.ht_model_fit(enc(kind), data, enc(options), seed, ctypes.byref(m)))
+            m = create(lib.ht_model_fit, enc(kind), data, enc(options), seed)
             interp, extrap = Band(), Band()
             status = lib.ht_model_bands(enc(kind), data, enc(options), seed, BAND_COVERAGE, ctypes.byref(interp),
                                         ctypes.byref(extrap))
@@ -96,7 +92,7 @@ class Model(Handle):
             info = {"device": device, "rows": d.n_rows, "problems": d.n_groups, "measurements": d.n_measured,
                     "work_min": min(work, default=0), "work_max": max(work, default=0), "band_coverage": BAND_COVERAGE,
                     "band_interp": _band(interp), "band_extrap": _band(extrap)}
-            model = cls(m.value, spec, info)
+            model = cls(m, spec, info)
             if status:
                 model.close()
                 check(status)
@@ -114,13 +110,12 @@ class Model(Handle):
 
         def visit(rec, _ctx):
             r = rec.contents
-            p = out_handle()
-            if lib.ht_model_load(r.blob, r.blob_len, ctypes.byref(p)):
-                errors.append("%s: model '%s': %s" % (store.path, dec(r.name), _lib.last_error()))
-            else:
+            try:
                 prov = json.loads(dec(r.provenance_json) or "{}")
                 prov["device"], prov["name"] = dec(r.device_id), dec(r.name)
-                found.append((p.value, prov))
+                found.append((create(lib.ht_model_load, r.blob, r.blob_len), prov))
+            except (_lib.Error, ValueError) as e:  # an exception must not cross the C frames
+                errors.append("%s: model '%s': %s" % (store.path, dec(r.name), e))
             return 1
 
         check(lib.ht_store_each_model(store.ptr, enc(name), None if name else enc(spec.name), MODEL_VISIT(visit),

@@ -5,7 +5,7 @@ import os
 
 from . import _lib
 from ._frame import Records
-from ._handle import Handle, out_handle
+from ._handle import Handle, create
 from ._lib import RecordedStats, ReplayOptions, ReplayTrace, check, dec, enc, lib
 
 
@@ -36,16 +36,12 @@ class Recorded(Handle):
 
     @classmethod
     def load(cls, path):
-        p = out_handle()
-        check(lib.ht_recorded_load(enc(os.fspath(path)), ctypes.byref(p)))
-        return cls(p.value)
+        return cls(create(lib.ht_recorded_load, enc(os.fspath(path))))
 
     @classmethod
     def from_store(cls, store, kernel, device, problem=None):
-        p = out_handle()
-        check(lib.ht_recorded_from_store(store.ptr, enc(getattr(kernel, "name", kernel)), enc(device), enc(problem),
-                                         ctypes.byref(p)))
-        return cls(p.value)
+        kernel = getattr(kernel, "name", kernel)
+        return cls(create(lib.ht_recorded_from_store, store.ptr, enc(kernel), enc(device), enc(problem)))
 
     @property
     def name(self):

@@ -3,7 +3,7 @@ import ctypes
 import os
 
 from . import _lib
-from ._handle import Handle, out_handle
+from ._handle import Handle, create
 from ._lib import check, dec, enc, lib
 
 _ACCESS = {"read": 1, "write": 2, "readwrite": 3}
@@ -37,9 +37,7 @@ class Spec(Handle):
 
     @classmethod
     def load(cls, path):
-        p = out_handle()
-        check(lib.ht_spec_load(enc(os.fspath(path)), ctypes.byref(p)))
-        return cls(p.value)
+        return cls(create(lib.ht_spec_load, enc(os.fspath(path))))
 
     @property
     def name(self):
@@ -126,9 +124,7 @@ class Kernel(Handle):
     _free = lib.ht_kernel_destroy
 
     def __init__(self, name, language=None, source=None, path=None, entry=None, flags=None, base_dir=None):
-        p = out_handle()
-        check(lib.ht_kernel_create(enc(name), ctypes.byref(p)))
-        super().__init__(p.value)
+        super().__init__(create(lib.ht_kernel_create, enc(name)))
         if base_dir is not None:
             check(lib.ht_kernel_set_base_dir(self.ptr, enc(os.fspath(base_dir))))
         if source is not None or path is not None:
@@ -214,8 +210,7 @@ class Kernel(Handle):
 
     def reference(self, text=None, path=None, entry=None, language="c", flags=None):
         """The reference that checks every config's output; it takes the kernel's arguments."""
-        ref = out_handle()
-        check(lib.ht_kernel_reference(self.ptr, ctypes.byref(ref)))
+        ref = create(lib.ht_kernel_reference, self.ptr)
         p = None if path is None else os.fspath(path)
         check(lib.ht_kernel_set_source(ref, _language(language), enc(text), enc(p)))
         if entry is not None:
@@ -232,9 +227,7 @@ class Kernel(Handle):
 
     def finish(self):
         """Checks the kernel, its problem and harness together; the Spec does not depend on the builder."""
-        p = out_handle()
-        check(lib.ht_kernel_finish(self.ptr, ctypes.byref(p)))
-        return Spec(p.value)
+        return Spec(create(lib.ht_kernel_finish, self.ptr))
 
     def write_json(self, path):
         """Writes the kernel as a spec file (and its text sources beside it)."""

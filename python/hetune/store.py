@@ -5,7 +5,7 @@ import os
 import statistics
 
 from ._frame import Evaluations
-from ._handle import Handle, out_handle
+from ._handle import Handle, create
 from ._lib import EVAL_VISIT, SESSION_VISIT, EvalFilter, check, dec, enc, lib, result_to_dict
 
 
@@ -14,10 +14,8 @@ class Store(Handle):
     _free = lib.ht_store_close
 
     def __init__(self, path="hetune.db", readonly=False):
-        p = out_handle()
         opener = lib.ht_store_open_readonly if readonly else lib.ht_store_open
-        check(opener(enc(os.fspath(path)), ctypes.byref(p)))
-        super().__init__(p.value)
+        super().__init__(create(opener, enc(os.fspath(path))))
 
     @property
     def path(self):
