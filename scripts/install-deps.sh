@@ -46,10 +46,10 @@ if ! "$VENV/bin/python3" -c "import kernel_tuner" > /dev/null 2>&1; then
   fi
 fi
 # The Python binding's tests (ctest test_python) in the same environment: pytest, nbconvert and
-# ipykernel to run the example notebook, wheel to pip-install python/ without PyPI; pandas and
+# ipykernel to run the example notebook, setuptools to pip-install python/ without PyPI; pandas and
 # numpy come with Kernel Tuner. Without PyPI that test is skipped.
-PY_TEST_PACKAGES="pytest==9.2.0 nbconvert==7.17.2 ipykernel==7.4.0 wheel==0.48.0 pandas numpy"
-if [ -x "$VENV/bin/python3" ] && ! "$VENV/bin/python3" -c "import pytest, nbconvert, ipykernel, wheel, pandas, numpy" > /dev/null 2>&1; then
+PY_TEST_PACKAGES="pytest==9.2.0 nbconvert==7.17.2 ipykernel==7.4.0 setuptools==84.2.1 pandas numpy"
+if [ -x "$VENV/bin/python3" ] && ! "$VENV/bin/python3" -c "import pytest, nbconvert, ipykernel, pandas, numpy, setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 77)" > /dev/null 2>&1; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   # shellcheck disable=SC2086

@@ -13,12 +13,17 @@ case "$SANITIZED" in
     echo "skipped: libhetune is built with sanitizers; loading it into Python would need libasan preloaded"
     exit 77 ;;
 esac
-for m in pip setuptools wheel pytest pandas numpy; do
+for m in pip pytest pandas numpy; do
   if ! "$PY" -c "import $m" > /dev/null 2>&1; then
     echo "skipped: $PY lacks the Python package '$m' (scripts/install-deps.sh installs it in \$HETUNE_VENV)"
     exit 77
   fi
 done
+# the package's build backend, without PyPI: the environment's setuptools (77 reads its license)
+if ! "$PY" -c "import setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 77)" > /dev/null 2>&1; then
+  echo "skipped: $PY lacks setuptools 77 or newer (scripts/install-deps.sh installs it in \$HETUNE_VENV)"
+  exit 77
+fi
 rm -rf "$WORK"
 mkdir -p "$WORK"
 # pip builds in the folder it is given: a copy keeps build files out of the source tree
