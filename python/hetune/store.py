@@ -10,10 +10,12 @@ from ._lib import EVAL_VISIT, SESSION_VISIT, EvalFilter, check, dec, enc, lib, r
 
 
 class Store(Handle):
-    """A hetune database, opened (created when missing) at path; readonly=True never writes."""
+    """A hetune database, opened (created when missing) at path, by default $HETUNE_DB or
+    hetune.db as the hetune command does; readonly=True never writes."""
     _free = lib.ht_store_close
 
-    def __init__(self, path="hetune.db", readonly=False):
+    def __init__(self, path=None, readonly=False):
+        path = path if path is not None else os.environ.get("HETUNE_DB") or "hetune.db"
         opener = lib.ht_store_open_readonly if readonly else lib.ht_store_open
         super().__init__(create(opener, enc(os.fspath(path))))
 
@@ -23,7 +25,8 @@ class Store(Handle):
 
     def evaluations(self, kernel=None, device=None, problem=None, only_ok=False):
         """Every stored evaluation (oldest first), filtered by kernel (a name or a Spec), device id
-        ("c:0") and problem ("N=4096"), as an Evaluations list of plain dicts."""
+        ("c:0") and problem ("N=4096"), as an Evaluations list of plain dicts. A kernel's name
+        covers every version of its source: source_hash tells them apart (a Spec's identity)."""
         name = getattr(kernel, "name", kernel)
         flt = EvalFilter(enc(name), enc(device), enc(problem), int(bool(only_ok)))
         rows, errors = [], []

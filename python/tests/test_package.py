@@ -74,3 +74,13 @@ def test_to_dataframe_without_pandas_says_what_to_install():
             "except ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "needs pandas" in out and "pip install pandas" in out
+
+
+def test_the_default_store_is_hetune_db_as_for_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETUNE_DB", str(tmp_path / "env.db"))
+    with hetune.Store() as st:
+        assert st.path == str(tmp_path / "env.db")
+    assert (tmp_path / "env.db").exists()
+    with pytest.raises(hetune.Error) as e:
+        hetune.Store(tmp_path / "missing.db", readonly=True)
+    assert e.value.status == "io" and not (tmp_path / "missing.db").exists()
