@@ -84,3 +84,12 @@ def test_the_default_store_is_hetune_db_as_for_the_command(tmp_path, monkeypatch
     with pytest.raises(hetune.Error) as e:
         hetune.Store(tmp_path / "missing.db", readonly=True)
     assert e.value.status == "io" and not (tmp_path / "missing.db").exists()
+
+
+def test_config_texts_with_escapes_read_back():
+    from hetune._config import format_config, parse_config
+    cfg = {"VEC": "float4,x", "EQ": "a=b", "T": 16, "F": 0.5}
+    text = format_config(cfg)
+    assert text == "VEC=float4\\,x,EQ=a\\=b,T=16,F=0.5"
+    assert parse_config(text, {"VEC": ["float4,x"], "EQ": ["a=b"], "T": [16], "F": [0.5]}) == cfg
+    assert parse_config(text) == cfg  # without the space, types are read from the text
