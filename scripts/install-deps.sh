@@ -45,4 +45,18 @@ if ! "$VENV/bin/python3" -c "import kernel_tuner" > /dev/null 2>&1; then
     echo "install-deps: could not install Kernel Tuner from PyPI; the Kernel Tuner interop test will be skipped" >&2
   fi
 fi
+# The Python binding's tests (ctest test_python) in the same environment: pytest, nbconvert and
+# ipykernel to run the example notebook, setuptools to pip-install python/ without PyPI; pandas and
+# numpy come with Kernel Tuner. Without PyPI that test is skipped.
+PY_TEST_PACKAGES="pytest==9.2.0 nbconvert==7.17.2 ipykernel==7.4.0 setuptools==84.2.1 pandas numpy"
+if [ -x "$VENV/bin/python3" ] && ! "$VENV/bin/python3" -c "import pytest, nbconvert, ipykernel, pandas, numpy, setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 77)" > /dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  # shellcheck disable=SC2086
+  if $SUDO "$VENV/bin/pip" install -q $PY_TEST_PACKAGES; then
+    echo "install-deps: the Python binding's test packages installed in $VENV"
+  else
+    echo "install-deps: could not install pytest/nbconvert from PyPI; the Python binding's test will be skipped" >&2
+  fi
+fi
 echo "install-deps: all packages present"
