@@ -1,5 +1,6 @@
 /* hetune model eval: cross-validation, hold-out of the largest problem sizes, ranking quality,
  * latency and MRMR ranking of every model kind on one kernel's measurements. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,9 @@ static const char *eval_help =
   "  --band C          also check prediction bands of coverage C (e.g. 0.8): bands estimated on the\n"
   "                    training rows alone, the share of held-out rows inside them printed per kind\n"
   "  --mrmr            also print the MRMR ranking of the features\n"
+  "  --plot FILE.svg   draw each kind's predicted against measured times (log axes, a panel per kind):\n"
+  "                    the cross-validation and hold-out predictions, y = x, and the --band bands\n"
+  "                    (default 0.8 with --plot)\n"
   "  --markdown        print a markdown table\n"
   "  --tsv             print tab-separated lines: kernel, model, evaluation, the numbers\n";
 
@@ -43,7 +47,15 @@ typedef struct eval_row {
   double inside_ho, inside_test; /* share of those rows inside their band */
   double fit_s, latency_ns;
   char error[256];
+  double *cv_pred, *ho_pred; /* kept for --plot: every row's CV prediction, the held-out rows' */
+  int *ho_rows, n_ho;
 } eval_row;
+
+static void eval_row_free(eval_row *r) {
+  free(r->cv_pred);
+  free(r->ho_pred);
+  free(r->ho_rows);
+}
 
 static void fit_and_time(eval_row *r, const ht_dataset *d, const char *options, uint64_t seed) {
   double t0 = ht_now();
@@ -62,7 +74,7 @@ static void cross_validate(eval_row *r, const ht_dataset *d, const char *options
   if (pred && !ht_model_cross_validate(r->kind, d, options, folds, seed, pred))
     r->has_cv = !ht_accuracy_compute(d, pred, &r->cv);
   else snprintf(r->error, sizeof r->error, "%s", ht_last_error());
-  free(pred);
+  r->cv_pred = pred;
 }
 
 /* The share of the test rows whose measured time lies inside the band around pred. */
@@ -106,9 +118,10 @@ static void hold_out(eval_row *r, const ht_dataset *d, const char *options, int 
   if (r->has_ho && r->band > 0)
     check_band(r, d, options, seed, train, n_train, test, n_test, pred, 1, &r->band_ho, &r->inside_ho);
   ht_dataset_destroy(td);
-  free(pred);
+  r->ho_pred = pred;
+  r->ho_rows = test;
+  r->n_ho = pred ? n_test : 0;
   free(train);
-  free(test);
 }
 
 /* Reference 003's protocol: a random fraction of the rows held out. */
@@ -268,6 +281,9 @@ static int read_settings(const cli_args *a, eval_settings *e) {
   if ((v = cli_opt(a, "holdout")) && cli_integer_in("model eval", "--holdout", v, 0, 1000, &e->holdout)) return CLI_USAGE;
   if ((v = cli_opt(a, "seed")) && cli_integer("model eval", "--seed", v, 0, &e->seed)) return CLI_USAGE;
   if (e->folds == 1) return cli_usage_error("model eval", "--folds must be 0 or at least 2");
+  if (cli_opt(a, "plot") && !e->folds && !e->holdout)
+    return cli_usage_error("model eval", "--plot draws the --folds and --holdout predictions: both are 0");
+  if (cli_opt(a, "plot") && e->band == 0) e->band = 0.8;
   return CLI_OK;
 }
 
@@ -287,6 +303,104 @@ static void print_floor(const ht_dataset *d, const ht_accuracy *all, int m, long
   if (r.has_cv || r.has_ho) print_row(&r, o);
 }
 
+/* ---- --plot: predicted against measured, a panel per kind ---- */
+
+enum { MAX_PLOT_KINDS = 16 };
+
+typedef struct eval_panel {
+  double ends[2], blo[2], bhi[2], elo[2], ehi[2]; /* the diagonal's ends and the two bands' edges there */
+  double *cv_y, *ho_x, *ho_y;
+  plot_series s[6];
+  char title[128];
+} eval_panel;
+
+/* Times in unit k; NAN where a prediction is missing or not positive (not drawable on log axes). */
+static void panel_points(eval_panel *p, const eval_row *r, const ht_dataset *d, double k) {
+  for (int i = 0; r->cv_pred && i < d->n_rows; i++) p->cv_y[i] = r->cv_pred[i] > 0 ? r->cv_pred[i] * k : NAN;
+  for (int i = 0; r->ho_pred && i < r->n_ho; i++) {
+    p->ho_x[i] = d->y[r->ho_rows[i]] * k;
+    p->ho_y[i] = r->ho_pred[i] > 0 ? r->ho_pred[i] * k : NAN;
+  }
+}
+
+/* measured in [lo, hi] x predicted  <=>  predicted in [measured / hi, measured / lo]. */
+static void band_edges(const ht_band *b, const double *ends, double *lo, double *hi) {
+  for (int i = 0; i < 2; i++) {
+    lo[i] = b->n ? ends[i] / b->hi : NAN;
+    hi[i] = b->n ? ends[i] / b->lo : NAN;
+  }
+}
+
+static void panel_series(eval_panel *p, const eval_row *r, const ht_dataset *d, const char *const *names,
+                         const double *meas) {
+  band_edges(&r->band_test, p->ends, p->blo, p->bhi);
+  band_edges(&r->band_ho, p->ends, p->elo, p->ehi);
+  int n = 0;
+  if (r->has_test && r->band_test.n)
+    p->s[n++] = (plot_series){names[0], PLOT_BAND, 2, p->ends, NULL, p->blo, p->bhi, 0, 0, PLOT_NONE, 0};
+  if (r->has_ho && r->band_ho.n) {
+    p->s[n++] = (plot_series){names[1], PLOT_LINE, 2, p->ends, p->elo, NULL, NULL, 1, 1, PLOT_NONE, 1.2};
+    p->s[n++] = (plot_series){NULL, PLOT_LINE, 2, p->ends, p->ehi, NULL, NULL, 1, 1, PLOT_NONE, 1.2};
+  }
+  p->s[n++] = (plot_series){names[2], PLOT_LINE, 2, p->ends, p->ends, NULL, NULL, 6, 0, PLOT_NONE, 1};
+  if (r->cv_pred) p->s[n++] = (plot_series){names[3], PLOT_POINTS, d->n_rows, meas, p->cv_y, NULL, NULL, 0, 0, 0, 0};
+  if (r->ho_pred) p->s[n++] = (plot_series){names[4], PLOT_POINTS, r->n_ho, p->ho_x, p->ho_y, NULL, NULL, 1, 0, 2, 0};
+}
+
+static int plot_eval(const char *path, const char *kernel, const ht_dataset *d, const eval_row *rows, int n,
+                     const eval_settings *e) {
+  eval_panel *ep = calloc((size_t)n, sizeof *ep);
+  plot_panel *pp = calloc((size_t)n, sizeof *pp);
+  double *meas = malloc((size_t)d->n_rows * sizeof *meas), max = 0, lo = INFINITY, hi = 0;
+  int rc = ep && pp && meas ? 0 : -1;
+  for (int i = 0; i < d->n_rows; i++) max = fmax(max, d->y[i]);
+  const char *unit;
+  double k = plot_time_unit(max, &unit);
+  for (int i = 0; !rc && i < d->n_rows; i++) meas[i] = d->y[i] * k, lo = fmin(lo, meas[i]), hi = fmax(hi, meas[i]);
+  char n0[64], n1[64], n2[] = "y = x", n3[64], n4[64], label_x[64], label_y[64], title[256];
+  snprintf(n0, sizeof n0, "%.0f%% band, interpolation", 100 * e->band);
+  snprintf(n1, sizeof n1, "%.0f%% band, extrapolation", 100 * e->band);
+  snprintf(n3, sizeof n3, "%lld-fold cross-validation", e->folds);
+  snprintf(n4, sizeof n4, "hold-out: %lld largest sizes", e->holdout);
+  const char *names[] = {n0, n1, n2, n3, n4};
+  for (int j = 0; !rc && j < n; j++) {
+    eval_panel *p = &ep[j];
+    p->cv_y = malloc((size_t)d->n_rows * sizeof *p->cv_y);
+    p->ho_x = malloc(((size_t)rows[j].n_ho + 1) * sizeof *p->ho_x);
+    p->ho_y = malloc(((size_t)rows[j].n_ho + 1) * sizeof *p->ho_y);
+    if (!p->cv_y || !p->ho_x || !p->ho_y) rc = -1;
+    else panel_points(p, &rows[j], d, k);
+    for (int i = 0; !rc && rows[j].cv_pred && i < d->n_rows; i++)
+      if (p->cv_y[i] > 0) lo = fmin(lo, p->cv_y[i]), hi = fmax(hi, p->cv_y[i]);
+  }
+  plot_nice_range(&lo, &hi, 1);
+  snprintf(label_x, sizeof label_x, "measured time (%s)", unit);
+  snprintf(label_y, sizeof label_y, "predicted time (%s)", unit);
+  for (int j = 0; !rc && j < n; j++) {
+    eval_panel *p = &ep[j];
+    p->ends[0] = lo, p->ends[1] = hi;
+    panel_series(p, &rows[j], d, names, meas);
+    int ns = 0;
+    while (ns < 6 && p->s[ns].x) ns++;
+    snprintf(p->title, sizeof p->title, "%s%s", rows[j].kind, rows[j].error[0] ? " (failed)" : "");
+    if (rows[j].has_cv) snprintf(p->title + strlen(p->title), sizeof p->title - strlen(p->title), ": CV error %.1f%%",
+                                 rows[j].cv.mape_mean);
+    pp[j] = (plot_panel){n > 1 ? p->title : NULL, {label_x, 1, lo, hi}, {label_y, 1, lo, hi}, ns, p->s, 0, NULL, NULL};
+  }
+  snprintf(title, sizeof title, "%s: predicted against measured time%s%s", kernel, n == 1 ? ", " : "",
+           n == 1 ? ep[0].title : "");
+  plot_figure fig = {title, "Bands: where the rows should fall by the band estimated on the training rows, at sizes "
+                     "seen (interpolation) and beyond them.", n, n == 4 ? 2 : n < 3 ? n : 3, pp, 0};
+  if (rc) fprintf(stderr, "hetune model eval: --plot: out of memory\n");
+  else if ((rc = plot_write(path, &fig))) fprintf(stderr, "hetune model eval: cannot write %s: %s\n", path, strerror(errno));
+  else printf("\nplot: %s\n", path);
+  for (int j = 0; ep && j < n; j++) free(ep[j].cv_y), free(ep[j].ho_x), free(ep[j].ho_y);
+  free(ep);
+  free(pp);
+  free(meas);
+  return rc ? CLI_ERROR : CLI_OK;
+}
+
 static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings *e, const ht_accuracy *floor,
                      int floor_m, const out_style *o) {
   char kinds[1024];
@@ -300,6 +414,8 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings
   const char *options = cli_opt(a, "options");
   uint64_t seed = (uint64_t)e->seed;
   char *save = NULL;
+  eval_row rows[MAX_PLOT_KINDS];
+  int n = 0;
   for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
     eval_row r = {.kind = k, .band = e->band};
     if (e->folds) cross_validate(&r, d, options, (int)e->folds, seed);
@@ -308,15 +424,20 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings
     fit_and_time(&r, d, options, seed);
     print_row(&r, o);
     fflush(stdout);
+    if (n < MAX_PLOT_KINDS) rows[n++] = r;
+    else eval_row_free(&r);
   }
-  return CLI_OK;
+  const char *plot = cli_opt(a, "plot");
+  int rc = plot ? plot_eval(plot, o->kernel, d, rows, n, e) : CLI_OK;
+  for (int i = 0; i < n; i++) eval_row_free(&rows[i]);
+  return rc;
 }
 
 int cmd_model_eval(int argc, char **argv) {
   static const char *const flags[] = {"mrmr", "markdown", "tsv", NULL};
   static const char *const known[] = {"data",  "data-db", "device",   "bandwidth", "kinds",
                                       "options", "folds", "holdout", "seed",   "mrmr",      "markdown",
-                                      "tsv",   "test",    "size",     "band",  NULL};
+                                      "tsv",   "test",    "size",     "band",  "plot", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(eval_help, stdout);
     return CLI_OK;

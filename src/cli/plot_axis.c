@@ -42,17 +42,14 @@ static double snap125(double v, int up) {
 
 void plot_nice_range(double *lo, double *hi, int log) {
   widen_empty(lo, hi, log);
-  if (log && *hi / *lo >= 10) { /* whole decades */
-    *lo = pow(10, floor(log10(*lo) + 1e-9));
-    *hi = pow(10, ceil(log10(*hi) - 1e-9));
-  } else if (log) { /* under a decade: whole decades would leave most of the frame empty */
+  if (log) { /* 1, 2 or 5 x 10^k: whole decades would leave up to 90% of a decade empty at each end */
     *lo = snap125(*lo, 0);
     *hi = snap125(*hi, 1);
-  } else {
-    double step = nice_step(*hi - *lo, TARGET_TICKS);
-    *lo = floor(*lo / step + 1e-9) * step;
-    *hi = ceil(*hi / step - 1e-9) * step;
+    return;
   }
+  double step = nice_step(*hi - *lo, TARGET_TICKS);
+  *lo = floor(*lo / step + 1e-9) * step;
+  *hi = ceil(*hi / step - 1e-9) * step;
 }
 
 static int linear_ticks(double lo, double hi, double *t, int cap) {
@@ -69,7 +66,7 @@ int plot_ticks(double lo, double hi, int log, double *t, int cap) {
   if (!(hi > lo) || cap <= 0) return 0;
   if (!log) return linear_ticks(lo, hi, t, cap);
   int a = (int)ceil(log10(lo) - 1e-9), b = (int)floor(log10(hi) + 1e-9), every = b - a > 9 ? 2 : 1, n = 0;
-  if (b - a >= 2 || (b - a == 1 && hi / lo > 30)) {
+  if (b - a >= 2) { /* three decades or more: 2 and 5 between them would crowd the axis */
     for (int k = a; k <= b && n < cap; k += every) t[n++] = pow(10, k);
     return n;
   }

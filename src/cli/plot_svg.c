@@ -130,7 +130,7 @@ static void axis_range(const plot_panel *p, int y, double *lo, double *hi) {
   if (!isnan(a->lo)) *lo = a->lo;
   if (!isnan(a->hi)) *hi = a->hi;
   if (isnan(a->lo) || isnan(a->hi)) { /* from the data: widened to ticks, the given end kept */
-    double l = *lo, h = *hi;
+    double l = *lo, h = p->n_categories > 0 ? *hi * (a->log ? 1.6 : 1.1) : *hi; /* room for the bars' values */
     plot_nice_range(&l, &h, a->log);
     if (isnan(a->lo)) *lo = l;
     if (isnan(a->hi)) *hi = h;
@@ -220,6 +220,7 @@ static void draw_line(FILE *f, const frame *fr, const plot_series *s, const char
   fputs("'/>\n", f);
 }
 
+/* Bar j of nb in each category; few bars get their value written over them. */
 static void draw_bars(FILE *f, const frame *fr, const plot_series *s, const char *color, int j, int nb) {
   double w = 0.8 / nb, base = fr->ylog ? fr->b : fy(fr, 0);
   for (int i = 0; i < s->n; i++) {
@@ -227,6 +228,10 @@ static void draw_bars(FILE *f, const frame *fr, const plot_series *s, const char
     if (isnan(y)) continue;
     fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' stroke='white' stroke-width='0.5'/>\n", a,
             fmin(y, base), b - a, fabs(base - y), color);
+    if (s->n * nb > 12) continue;
+    char v[32];
+    snprintf(v, sizeof v, s->y[i] >= 100 ? "%.0f" : "%.3g", s->y[i]);
+    text(f, (a + b) / 2, fmin(y, base) - 4, 11, "middle", 0, v);
   }
 }
 
@@ -299,8 +304,9 @@ static void plan(const plot_figure *fig, legend *g, layout *L) {
   L->mb = (cat ? L->cat_label_h + (grouped ? 26 : 0) : 24) + 26;
   double avail = fig->width > 0 ? fig->width : single ? 760 : 360 * cols + L->legend_w;
   L->panel_w = (avail - L->legend_w) / cols;
-  if (single && fig->panels[0].n_categories > 0 && fig->width <= 0)
-    L->panel_w = fmax(L->panel_w, L->ml + L->mr + 16.0 * fig->panels[0].n_categories * fmax(1, fig->panels[0].n_series));
+  const plot_panel *p0 = &fig->panels[0];
+  if (single && p0->n_categories > 0 && fig->width <= 0) /* about 18 px a bar */
+    L->panel_w = L->ml + L->mr + fmax(220, p0->n_categories * (18.0 * p0->n_series + 16));
   L->panel_h = (single ? 360 : 270) + L->mb - 50;
   L->top = fig->title ? 36 : 10;
   L->width = L->panel_w * cols + L->legend_w + 6;
