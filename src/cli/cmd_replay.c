@@ -339,9 +339,23 @@ static void curves_range(const curves *c, plot_axis *y) {
   y->lo = lo, y->hi = hi;
 }
 
+/* The note under the chart, naming strategies whose curves coincide (one hides the other). */
+static void curves_note(const curves *c, const bench *b, char *note, size_t cap) {
+  snprintf(note, cap, "%s", CURVES_NOTE);
+  for (int k = 0; k < c->S; k++)
+    for (int o = k + 1; o < c->S; o++) {
+      int same = 1;
+      for (int j = 0; j < c->P && same; j++) same = fabs(c->y[k * c->P + j] - c->y[o * c->P + j]) < 1e-9;
+      size_t len = strlen(note);
+      if (same && len + 64 < cap)
+        snprintf(note + len, cap - len, "%s%s and %s coincide", strchr(note, '\n') ? "; " : "\n", b->strat[k],
+                 b->strat[o]);
+    }
+}
+
 /* One chart of every strategy's curve (colour, dash and marker apart), and small multiples: one
  * panel per strategy with its 95% band, the others in grey behind it. */
-static int curves_write(const curves *c, int per_space, const char *svg, const char *svg_panels) {
+static int curves_write(const curves *c, const bench *b, int per_space, const char *svg, const char *svg_panels) {
   plot_series *all = calloc((size_t)c->S + 1, sizeof *all), *pan = calloc((size_t)c->S * (c->S + 1), sizeof *pan);
   plot_panel *panels = calloc((size_t)c->S, sizeof *panels);
   int rc = all && pan && panels ? 0 : -1;
@@ -354,7 +368,9 @@ static int curves_write(const curves *c, int per_space, const char *svg, const c
   if (!rc)
     all[c->S] = (plot_series){"random search", PLOT_LINE, 2, c->ends, zero, NULL, NULL, PLOT_GREY, 1, PLOT_NONE, 1.2};
   plot_panel one = {NULL, x, y, c->S + 1, all, 0, NULL, NULL};
-  plot_figure fig = {c->title, CURVES_NOTE, 1, 1, &one, 0};
+  char note[512];
+  curves_note(c, b, note, sizeof note);
+  plot_figure fig = {c->title, note, 1, 1, &one, 0};
   if (!rc) rc = plot_write(svg, &fig);
   for (int k = 0; !rc && k < c->S; k++) { /* panel k: the others in grey, then strategy k over them */
     plot_series *ps = pan + k * (c->S + 1);
@@ -396,7 +412,7 @@ static int write_plot(const bench *b, int s) {
   snprintf(panels, sizeof panels, "%s/%s-panels.svg", b->plot_dir, name);
   snprintf(tsv, sizeof tsv, "%s/%s.tsv", b->plot_dir, name);
   int rc = curves_make(b, s, &c);
-  if (!rc) rc = curves_write(&c, s >= 0, svg, panels);
+  if (!rc) rc = curves_write(&c, b, s >= 0, svg, panels);
   if (!rc) rc = curves_tsv(&c, b, tsv);
   curves_free(&c);
   if (rc) fprintf(stderr, "hetune strategy-bench: cannot write %s/%s.*: %s\n", b->plot_dir, name, strerror(errno));

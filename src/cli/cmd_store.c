@@ -265,10 +265,11 @@ int cmd_show(int argc, char **argv) {
          "       hetune show SPEC|KERNEL-NAME --plot FILE.svg [--session ID] [--plot-x evals|time]\n\n"
          "Lists the tuning sessions in the database; with a spec file or a kernel name, also the kernel's\n"
          "ten fastest configs.\n"
-         "--plot FILE.svg draws a tuning session's progress: the time of every evaluation it measured\n"
-         "(log axis), the best so far, and its failed configs as marks on the x axis. The session is the\n"
-         "kernel's latest (on --device, if given), or --session ID as listed. --plot-x time puts the\n"
-         "seconds since the session started on the x axis instead of the evaluation's number.");
+         "--plot FILE.svg draws a tuning session's progress instead of the lists: the time of every\n"
+         "evaluation it measured"
+         " (log axis), the best so far, and its failed configs as marks on the x axis. The session\n"
+         "is the kernel's latest (on --device, if given), or --session ID as listed. --plot-x time puts\n"
+         "the seconds since the session started on the x axis instead of the evaluation's number.");
     return CLI_OK;
   }
   cli_args a;
@@ -281,6 +282,12 @@ int cmd_show(int argc, char **argv) {
   if (!rc && a.n_pos == 1) rc = cli_kernel_arg(&a, "show", a.pos[0], &spec, &name);
   ht_store *st;
   if (rc || (rc = open_readonly(&a, &st))) {
+    ht_spec_destroy(spec);
+    return rc;
+  }
+  if (cli_opt(&a, "plot")) { /* the plot alone: its errors are the command's only output */
+    rc = cli_plot_progress(&a, st, name, cli_opt(&a, "plot"));
+    ht_store_close(st);
     ht_spec_destroy(spec);
     return rc;
   }
@@ -310,7 +317,6 @@ int cmd_show(int argc, char **argv) {
     free(g);
     if (b) best_free(b);
   }
-  if (!rc && cli_opt(&a, "plot")) rc = cli_plot_progress(&a, st, name, cli_opt(&a, "plot"));
   ht_store_close(st);
   ht_spec_destroy(spec);
   return rc;

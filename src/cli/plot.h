@@ -35,7 +35,7 @@ typedef struct plot_axis {
 } plot_axis;
 
 typedef struct plot_panel {
-  const char *title;      /* NULL: none (a one-panel figure's title is the figure's) */
+  const char *title;      /* NULL or "": none; NULL with no series: a blank slot of the grid */
   plot_axis x, y;
   int n_series;
   const plot_series *series;

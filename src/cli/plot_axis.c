@@ -8,10 +8,10 @@
 
 enum { TARGET_TICKS = 6 };
 
-/* The step of 1, 2 or 5 x 10^k nearest above span / target. */
+/* The step of 1, 2 or 5 x 10^k nearest span / target (about target ticks, 4 to 10). */
 static double nice_step(double span, int target) {
   double raw = span / target, mag = pow(10, floor(log10(raw))), f = raw / mag;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+  return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
 }
 
 /* A range of one value (or none) gets some width, so the plot has an axis. */

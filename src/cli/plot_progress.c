@@ -114,7 +114,7 @@ int cli_plot_progress(const cli_args *a, ht_store *st, const char *kernel, const
             (long long)d.rec.session_id, kernel);
     rc = CLI_ERROR;
   } else rc = draw(&d, path);
-  if (!rc) printf("\nplot: %s (session %lld, %d evaluations)\n", path, (long long)d.rec.session_id, d.n);
+  if (!rc) printf("plot: %s (session %lld, %d evaluations)\n", path, (long long)d.rec.session_id, d.n);
   free(d.x);
   free(d.t);
   free(d.fail_x);

@@ -235,9 +235,20 @@ static void draw_bars(FILE *f, const frame *fr, const plot_series *s, const char
   }
 }
 
+/* Markers go over the clipped lines, whole, where their centre lies in the frame. */
+static void draw_markers(FILE *f, const frame *fr, const plot_series *s, int slot) {
+  int m = series_marker(s, slot);
+  if (m < 0 || (s->style != PLOT_LINE && s->style != PLOT_POINTS)) return;
+  int every = s->style == PLOT_POINTS ? 1 : s->n > 10 ? s->n / 8 : 1, start = slot > 0 ? slot * every / 7 : 0;
+  for (int i = start; i < s->n; i += every) {
+    double x = fx(fr, s->x[i]), y = fy(fr, s->y[i]);
+    if (x >= fr->l - 0.5 && x <= fr->r + 0.5 && y >= fr->t - 0.5 && y <= fr->b + 0.5)
+      marker(f, m, x, y, s->style == PLOT_POINTS ? 3 : 3.5, series_color(s, slot), s->style == PLOT_POINTS ? 0.45 : 1);
+  }
+}
+
 static void draw_series(FILE *f, const frame *fr, const plot_series *s, int slot, int bar_j, int n_bars) {
   const char *color = series_color(s, slot);
-  int m = series_marker(s, slot);
   if (s->style == PLOT_BARS) return draw_bars(f, fr, s, color, bar_j, n_bars);
   if (s->style == PLOT_RUG) {
     for (int i = 0; i < s->n; i++)
@@ -246,14 +257,9 @@ static void draw_series(FILE *f, const frame *fr, const plot_series *s, int slot
     return;
   }
   if (s->style == PLOT_LINE || s->style == PLOT_STEP) draw_line(f, fr, s, color, series_dash(s, slot));
-  if (s->style == PLOT_STEP || m < 0) return;
-  int every = s->style == PLOT_POINTS ? 1 : s->n > 10 ? s->n / 8 : 1, start = slot > 0 ? slot * every / 7 : 0;
-  for (int i = start; i < s->n; i += every)
-    marker(f, m, fx(fr, s->x[i]), fy(fr, s->y[i]), s->style == PLOT_POINTS ? 3 : 3.5, color,
-           s->style == PLOT_POINTS ? 0.45 : 1);
 }
 
-/* Bands first (under every line), then bars, lines and marks, all clipped to the frame. */
+/* Bands first (under every line), then bars, lines and rugs, clipped to the frame; markers last. */
 static void panel_series(FILE *f, const frame *fr, const plot_panel *p, legend *g, int clip) {
   fprintf(f, "<clipPath id='c%d'><rect x='%.1f' y='%.1f' width='%.1f' height='%.1f'/></clipPath>\n<g clip-path='url(#c%d)'>\n",
           clip, fr->l, fr->t, fr->r - fr->l, fr->b - fr->t, clip);
@@ -269,6 +275,7 @@ static void panel_series(FILE *f, const frame *fr, const plot_panel *p, legend *
     bar_j += s->style == PLOT_BARS;
   }
   fputs("</g>\n", f);
+  for (int k = 0; k < p->n_series; k++) draw_markers(f, fr, &p->series[k], legend_slot(g, &p->series[k]));
 }
 
 /* ---- layout ---- */
@@ -332,7 +339,7 @@ static void draw_panel(FILE *f, const plot_panel *p, const layout *L, double x, 
   panel_series(f, &fr, p, g, index);
   fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='none' stroke='#333'/>\n", fr.l, fr.t,
           fr.r - fr.l, fr.b - fr.t);
-  if (p->title) text(f, (fr.l + fr.r) / 2, fr.t - 7, 13, "middle", 0, p->title);
+  if (p->title && *p->title) text(f, (fr.l + fr.r) / 2, fr.t - 7, 13, "middle", 0, p->title);
   if (p->x.label && (labels & 1)) text(f, (fr.l + fr.r) / 2, y + L->panel_h - 12, 13, "middle", 0, p->x.label);
   if (p->y.label && (labels & 2)) text(f, x + 16, (fr.t + fr.b) / 2, 13, "middle", -90, p->y.label);
 }
@@ -372,7 +379,8 @@ int plot_write(const char *path, const plot_figure *fig) {
   if (fig->title) text(f, L.width / 2, 22, 15, "middle", 0, fig->title);
   int cols = fig->cols > 0 ? fig->cols : 1;
   for (int i = 0; i < fig->n_panels; i++)
-    draw_panel(f, &fig->panels[i], &L, (i % cols) * L.panel_w, L.top + (i / cols) * L.panel_h, &g, i,
+    if (fig->panels[i].title || fig->panels[i].n_series) /* a panel of neither is a blank in the grid */
+      draw_panel(f, &fig->panels[i], &L, (i % cols) * L.panel_w, L.top + (i / cols) * L.panel_h, &g, i,
                (i + cols >= fig->n_panels) | (i % cols == 0) << 1);
   draw_legend(f, &g, cols * L.panel_w + 4, L.top + L.mt + 10);
   double ny = L.height - 18.0 * L.note_lines;
