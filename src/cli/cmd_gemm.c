@@ -389,7 +389,9 @@ static int plot_gemm(const char *path, const gemm_cli *g, const gemm_runs *r) {
   snprintf(title, sizeof title, "GEMM %s %s%s%s on %s", shape, p->type == HT_DTYPE_F64 ? "f64" : "f32",
            p->trans_a ? " Aᵀ" : "", p->trans_b ? " Bᵀ" : "", r->tuned.device.name);
   const char *cats[] = {shape};
-  plot_panel pan = {NULL, {"shape (M×N×K)", 0, NAN, NAN}, {"GFLOP/s", n && hi > 30 * lo, NAN, NAN}, n, s, 1, cats, NULL};
+  const int log = n && hi > 30 * lo;
+  plot_panel pan = {NULL, {"shape (M×N×K)", 0, NAN, NAN}, {log ? "GFLOP/s (log scale)" : "GFLOP/s", log, NAN, NAN}, n, s,
+                    1, cats, NULL};
   plot_figure fig = {title, NULL, 1, 1, &pan, 0};
   if (!n) return fprintf(stderr, "hetune gemm: --plot: nothing was measured\n"), CLI_ERROR;
   if (plot_write(path, &fig)) return fprintf(stderr, "hetune gemm: cannot write %s: %s\n", path, strerror(errno)), CLI_ERROR;

@@ -47,6 +47,7 @@ static int collect(const ht_eval_record *e, void *ctx) {
   progress_data *d = ctx;
   if (e->session_id != d->rec.session_id) return 0;
   if (d->n == d->cap && grow(d)) return 1;
+  if (d->n == 0 && !(d->rec.started > 0)) d->rec.started = e->result.timestamp - e->result.wall_s; /* not recorded */
   double x = d->by_time ? e->result.timestamp - d->rec.started : d->n + 1;
   d->x[d->n] = x;
   d->t[d->n++] = e->result.status == HT_EVAL_OK ? e->result.time_s : NAN;

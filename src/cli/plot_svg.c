@@ -164,11 +164,12 @@ static void axis_ticks(FILE *f, const frame *fr, int y, double lo, double hi, in
 }
 
 /* The category axis of a bar chart: each name under its bars, and brackets naming the groups. */
-static void category_axis(FILE *f, const frame *fr, const plot_panel *p, double label_h) {
+static void category_axis(FILE *f, const frame *fr, const plot_panel *p, double label_h, int rotate) {
   for (int i = 0; i < p->n_categories; i++) {
     double x = fx(fr, i);
     fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#555'/>\n", x, x, fr->b, fr->b + 4);
-    text(f, x + 3, fr->b + 12, 11, "end", -40, p->categories[i]);
+    if (rotate) text(f, x + 3, fr->b + 12, 11, "end", -40, p->categories[i]);
+    else text(f, x, fr->b + 16, 11, "middle", 0, p->categories[i]);
   }
   for (int i = 0, j; p->groups && i < p->n_categories; i = j) {
     for (j = i + 1; j < p->n_categories && strcmp(p->groups[j], p->groups[i]) == 0;) j++;
@@ -283,7 +284,8 @@ static void panel_series(FILE *f, const frame *fr, const plot_panel *p, legend *
 typedef struct layout {
   double panel_w, panel_h, top, legend_w, width, height;
   double ml, mr, mt, mb; /* a frame's margins inside its panel */
-  double cat_label_h;    /* rotated category names */
+  double cat_label_h;    /* category names, rotated or not */
+  int rotate;
   int note_lines;
 } layout;
 
@@ -300,21 +302,24 @@ static void plan(const plot_figure *fig, legend *g, layout *L) {
     for (int k = 0; k < fig->panels[i].n_series; k++) legend_slot(g, &fig->panels[i].series[k]);
   for (int i = 0; i < g->n; i++) names[i] = g->s[i]->name;
   L->legend_w = g->n ? 48 + CHAR_W * (double)longest(names, g->n) : 0;
-  int single = fig->n_panels == 1;
+  int single = fig->n_panels == 1, grouped = 0, n_cat = 0;
   size_t cat = 0;
-  for (int i = 0; i < fig->n_panels; i++)
+  for (int i = 0; i < fig->n_panels; i++) {
     cat = fmax(cat, longest(fig->panels[i].categories, fig->panels[i].n_categories));
-  L->cat_label_h = cat ? 14 + 0.64 * CHAR_W * (double)cat : 0;
-  int grouped = 0;
-  for (int i = 0; i < fig->n_panels; i++) grouped |= fig->panels[i].groups != NULL;
+    grouped |= fig->panels[i].groups != NULL;
+    n_cat = fig->panels[i].n_categories > n_cat ? fig->panels[i].n_categories : n_cat;
+  }
   L->ml = 66, L->mr = 14, L->mt = single ? 8 : 24;
-  L->mb = (cat ? L->cat_label_h + (grouped ? 26 : 0) : 24) + 26;
   double avail = fig->width > 0 ? fig->width : single ? 760 : 360 * cols + L->legend_w;
   L->panel_w = (avail - L->legend_w) / cols;
   const plot_panel *p0 = &fig->panels[0];
   if (single && p0->n_categories > 0 && fig->width <= 0) /* about 18 px a bar */
     L->panel_w = L->ml + L->mr + fmax(220, p0->n_categories * (18.0 * p0->n_series + 16));
-  L->panel_h = (single ? 360 : 270) + L->mb - 50;
+  /* category names turn 40 degrees when they are wider than their share of the axis */
+  L->rotate = cat && CHAR_W * 0.9 * (double)cat > (L->panel_w - L->ml - L->mr) / n_cat - 4;
+  L->cat_label_h = !cat ? 0 : L->rotate ? 14 + 0.64 * CHAR_W * (double)cat : 18;
+  L->mb = (cat ? L->cat_label_h + (grouped ? 26 : 0) : 24) + 26;
+  L->panel_h = (single ? 360 : 300) + L->mb - 50;
   L->top = fig->title ? 36 : 10;
   L->width = L->panel_w * cols + L->legend_w + 6;
   L->note_lines = 0;
@@ -334,7 +339,7 @@ static void draw_panel(FILE *f, const plot_panel *p, const layout *L, double x, 
   fr.y0 = fr.ylog ? log10(yl) : yl, fr.y1 = fr.ylog ? log10(yh) : yh;
   fr.l = x + L->ml, fr.r = x + L->panel_w - L->mr, fr.t = y + L->mt, fr.b = y + L->panel_h - L->mb;
   axis_ticks(f, &fr, 1, yl, yh, fr.ylog);
-  if (p->n_categories > 0) category_axis(f, &fr, p, L->cat_label_h);
+  if (p->n_categories > 0) category_axis(f, &fr, p, L->cat_label_h, L->rotate);
   else axis_ticks(f, &fr, 0, xl, xh, fr.xlog);
   panel_series(f, &fr, p, g, index);
   fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='none' stroke='#333'/>\n", fr.l, fr.t,
