@@ -80,9 +80,9 @@ static int draw(progress_data *d, const char *path) {
   plot_series s[3] = {
     {"evaluation", PLOT_POINTS, d->n, d->x, d->t, NULL, NULL, 0, PLOT_AUTO, 0, 0},
     {"best so far", PLOT_STEP, d->n, d->x, best, NULL, NULL, 1, 0, PLOT_NONE, 2.2},
-    {fails, PLOT_RUG, d->n_fail, d->fail_x, NULL, NULL, NULL, 1, 0, PLOT_NONE, 0},
+    {fails, PLOT_RUG, d->n_fail, d->fail_x, NULL, NULL, NULL, 6, 0, PLOT_NONE, 0},
   };
-  plot_panel p = {NULL, {d->by_time ? "time since the session started (s)" : "evaluation", 0, d->by_time ? 0 : NAN, NAN},
+  plot_panel p = {NULL, {d->by_time ? "time since the session started (s)" : "evaluation", 0, 0, NAN},
                   {ylabel, 1, NAN, NAN}, d->n_fail ? 3 : 2, s, 0, NULL, NULL};
   plot_figure fig = {title, d->n_fail ? "Failed evaluations (compile, run, timeout, wrong result) are marked on the x axis." : NULL,
                      1, 1, &p, 0};

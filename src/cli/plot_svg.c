@@ -253,8 +253,8 @@ static void draw_series(FILE *f, const frame *fr, const plot_series *s, int slot
   if (s->style == PLOT_BARS) return draw_bars(f, fr, s, color, bar_j, n_bars);
   if (s->style == PLOT_RUG) {
     for (int i = 0; i < s->n; i++)
-      if (!isnan(fx(fr, s->x[i]))) fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='%s' stroke-width='1.5'/>\n",
-                                           fx(fr, s->x[i]), fx(fr, s->x[i]), fr->b, fr->b - 9, color);
+      if (!isnan(fx(fr, s->x[i]))) fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='%s' stroke-width='2'/>\n",
+                                           fx(fr, s->x[i]), fx(fr, s->x[i]), fr->b, fr->b - 12, color);
     return;
   }
   if (s->style == PLOT_LINE || s->style == PLOT_STEP) draw_line(f, fr, s, color, series_dash(s, slot));
