@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "cli/plot.h"
 #include "hetune/hetune.h"
 
 /* Exit codes. */
@@ -59,6 +60,8 @@ int cmd_devices(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_best(int argc, char **argv);
 int cmd_show(int argc, char **argv);
+/* hetune show KERNEL --plot FILE: one session's evaluations and best so far (--session, --plot-x). */
+int cli_plot_progress(const cli_args *a, ht_store *st, const char *kernel, const char *path);
 int cmd_export(int argc, char **argv);
 int cmd_space(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
@@ -76,18 +79,5 @@ int cmd_explain(int argc, char **argv);
 /* SPEC (first positional) and its measurements from --data FILE.csv... or --data-db DB (filtered
  * by --device): the dataset of hetune model train/eval. */
 int cli_model_dataset(const cli_args *a, const char *cmd, ht_spec **spec, ht_feature_set **fs, ht_dataset **d);
-
-/* A line plot with optional +- bands, written as SVG. */
-typedef struct plot_spec {
-  const char *title, *xlabel, *ylabel;
-  int n_series, n;
-  const char *const *names;
-  const double *x;              /* [n] */
-  const double *const *y;       /* [n_series][n] */
-  const double *const *band;    /* [n_series][n] half-widths, or NULL */
-  double x0, x1, y0, y1;
-  int y_ticks;                  /* grid lines between y0 and y1 */
-} plot_spec;
-int plot_svg(const char *path, const plot_spec *p); /* 0 or -1 (errno) */
 
 #endif

@@ -1,5 +1,6 @@
 /* hetune gemm M N K: generate the GEMM kernel for a device, tune it (or reuse stored tuning), and
  * measure the vendor library and the naive kernel in the same run. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +48,8 @@ static const char *help =
   "  --tsv           end with one tab-separated line: m n k tuned vendor naive GFLOP/s, tuning s, best,\n"
   "                  tuned vendor GFLOP/s (nan without --tune-vendor); on c, a line vendor_build before it\n"
   "                  (openblas_get_config: version and the kernels it picked)\n"
+  "  --plot FILE.svg a bar chart of the GFLOP/s of the tuned kernel, the vendor library and the naive\n"
+  "                  kernel (bench/gemm/report.py draws many shapes)\n"
   "  --quiet         no progress output (otherwise a line per evaluation on stderr, or one updated\n"
   "                  line on a terminal)\n"
   "\n"
@@ -365,6 +368,37 @@ static void print_report(const gemm_cli *g, const gemm_runs *r) {
            (long long)p->k, t, v, nv, r->tuned.elapsed_s, r->tuned.found ? r->tuned.best_config : "-", vtg);
 }
 
+/* --plot: the shape's GFLOP/s, one bar per kernel measured (a log axis when the naive kernel is
+ * far below the others). */
+static int plot_gemm(const char *path, const gemm_cli *g, const gemm_runs *r) {
+  static const char *const vendor[] = {"OpenBLAS", "CLBlast", "cuBLAS"};
+  const ht_gemm_problem *p = &g->p;
+  double v[4] = {gflops(g, &r->tuned), r->vendor_note ? NAN : gflops(g, &r->vendor), gflops(g, &r->vendor_tuned),
+                 r->naive_note ? NAN : gflops(g, &r->naive)};
+  const char *names[4] = {"hetune (tuned)", vendor[g->target], "CLBlast tuned by hetune", "naive"};
+  plot_series s[4];
+  int n = 0;
+  double lo = INFINITY, hi = 0;
+  for (int i = 0; i < 4; i++)
+    if (isfinite(v[i])) {
+      s[n++] = (plot_series){names[i], PLOT_BARS, 1, NULL, &v[i], NULL, NULL, i, PLOT_AUTO, PLOT_NONE, 0};
+      lo = fmin(lo, v[i]), hi = fmax(hi, v[i]);
+    }
+  char shape[96], title[256];
+  snprintf(shape, sizeof shape, "%lld×%lld×%lld", (long long)p->m, (long long)p->n, (long long)p->k);
+  snprintf(title, sizeof title, "GEMM %s %s%s%s on %s", shape, p->type == HT_DTYPE_F64 ? "f64" : "f32",
+           p->trans_a ? " Aᵀ" : "", p->trans_b ? " Bᵀ" : "", r->tuned.device.name);
+  const char *cats[] = {shape};
+  const int log = n && hi > 30 * lo;
+  plot_panel pan = {NULL, {"shape (M×N×K)", 0, NAN, NAN}, {log ? "GFLOP/s (log scale)" : "GFLOP/s", log, NAN, NAN}, n, s,
+                    1, cats, NULL};
+  plot_figure fig = {title, NULL, 1, 1, &pan, 0};
+  if (!n) return fprintf(stderr, "hetune gemm: --plot: nothing was measured\n"), CLI_ERROR;
+  if (plot_write(path, &fig)) return fprintf(stderr, "hetune gemm: cannot write %s: %s\n", path, strerror(errno)), CLI_ERROR;
+  printf("  plot:     %s\n", path);
+  return CLI_OK;
+}
+
 /* The vendor library's spec has a parameter TUNE when the library can take tuning parameters
  * (CLBlast): TUNE 0 is the library as installed, TUNE 1 its kernel with the config's parameters. */
 static int has_tune_parameter(const ht_spec *spec) {
@@ -487,7 +521,7 @@ int cmd_gemm(int argc, char **argv) {
                                       NULL};
   static const char *const known[] = {"device", "type",      "trans-a", "trans-b", "alpha",    "beta", "strategy",
                                       "options", "budget",   "time",    "seed",    "db",       "out",  "no-vendor",
-                                      "naive",   "no-naive", "tsv",     "quiet",   "no-warm", "tune-vendor", NULL};
+                                      "naive",   "no-naive", "tsv",     "quiet",   "no-warm", "tune-vendor", "plot", NULL};
   if (cli_wants_help(argc, argv)) return fputs(help, stdout), CLI_OK;
   cli_args a;
   gemm_cli g = {0};
@@ -513,6 +547,7 @@ int cmd_gemm(int argc, char **argv) {
   gemm_runs *r = calloc(1, sizeof *r);
   rc = r ? run_all(&g, st, r) : cli_fail("gemm: out of memory");
   if (!rc) print_report(&g, r);
+  if (!rc && cli_opt(&a, "plot")) rc = plot_gemm(cli_opt(&a, "plot"), &g, r);
   if (r) {
     ht_spec_destroy(r->spec);
     ht_tune_configs_free(r->seeds, r->n_seed_configs);

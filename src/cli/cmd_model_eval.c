@@ -1,5 +1,6 @@
 /* hetune model eval: cross-validation, hold-out of the largest problem sizes, ranking quality,
  * latency and MRMR ranking of every model kind on one kernel's measurements. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,9 @@ static const char *eval_help =
   "  --band C          also check prediction bands of coverage C (e.g. 0.8): bands estimated on the\n"
   "                    training rows alone, the share of held-out rows inside them printed per kind\n"
   "  --mrmr            also print the MRMR ranking of the features\n"
+  "  --plot FILE.svg   draw each kind's predicted against measured times (log axes, a panel per kind):\n"
+  "                    the cross-validation and hold-out predictions, y = x, and the --band bands\n"
+  "                    (default 0.8 with --plot)\n"
   "  --markdown        print a markdown table\n"
   "  --tsv             print tab-separated lines: kernel, model, evaluation, the numbers\n";
 
@@ -43,7 +47,15 @@ typedef struct eval_row {
   double inside_ho, inside_test; /* share of those rows inside their band */
   double fit_s, latency_ns;
   char error[256];
+  double *cv_pred, *ho_pred; /* kept for --plot: every row's CV prediction, the held-out rows' */
+  int *ho_rows, n_ho;
 } eval_row;
+
+static void eval_row_free(eval_row *r) {
+  free(r->cv_pred);
+  free(r->ho_pred);
+  free(r->ho_rows);
+}
 
 static void fit_and_time(eval_row *r, const ht_dataset *d, const char *options, uint64_t seed) {
   double t0 = ht_now();
@@ -62,7 +74,7 @@ static void cross_validate(eval_row *r, const ht_dataset *d, const char *options
   if (pred && !ht_model_cross_validate(r->kind, d, options, folds, seed, pred))
     r->has_cv = !ht_accuracy_compute(d, pred, &r->cv);
   else snprintf(r->error, sizeof r->error, "%s", ht_last_error());
-  free(pred);
+  r->cv_pred = pred;
 }
 
 /* The share of the test rows whose measured time lies inside the band around pred. */
@@ -106,9 +118,10 @@ static void hold_out(eval_row *r, const ht_dataset *d, const char *options, int 
   if (r->has_ho && r->band > 0)
     check_band(r, d, options, seed, train, n_train, test, n_test, pred, 1, &r->band_ho, &r->inside_ho);
   ht_dataset_destroy(td);
-  free(pred);
+  r->ho_pred = pred;
+  r->ho_rows = test;
+  r->n_ho = pred ? n_test : 0;
   free(train);
-  free(test);
 }
 
 /* Reference 003's protocol: a random fraction of the rows held out. */
@@ -268,6 +281,9 @@ static int read_settings(const cli_args *a, eval_settings *e) {
   if ((v = cli_opt(a, "holdout")) && cli_integer_in("model eval", "--holdout", v, 0, 1000, &e->holdout)) return CLI_USAGE;
   if ((v = cli_opt(a, "seed")) && cli_integer("model eval", "--seed", v, 0, &e->seed)) return CLI_USAGE;
   if (e->folds == 1) return cli_usage_error("model eval", "--folds must be 0 or at least 2");
+  if (cli_opt(a, "plot") && !e->folds && !e->holdout)
+    return cli_usage_error("model eval", "--plot draws the --folds and --holdout predictions: both are 0");
+  if (cli_opt(a, "plot") && e->band == 0) e->band = 0.8;
   return CLI_OK;
 }
 
@@ -287,6 +303,136 @@ static void print_floor(const ht_dataset *d, const ht_accuracy *all, int m, long
   if (r.has_cv || r.has_ho) print_row(&r, o);
 }
 
+/* ---- --plot: predicted against measured, a panel per kind ---- */
+
+enum { MAX_PLOT_KINDS = 16 };
+
+/* A kind's two panels: predicted against measured, and predicted / measured against measured
+ * (where a band of +-20% is as wide as the eye can see). */
+typedef struct eval_panel {
+  double ends[2], one[2];                 /* the x range; y = 1 on the ratio panel */
+  double blo[2], bhi[2], elo[2], ehi[2];   /* the bands' edges (interpolation b, extrapolation e) */
+  double rblo[2], rbhi[2], relo[2], rehi[2];
+  double *cv_y, *ho_x, *ho_y, *cv_r, *ho_r; /* predictions in the unit, and / measured */
+  plot_series s[6], rs[6];
+  char title[128];
+} eval_panel;
+
+/* Times in unit k; NAN where a prediction is missing or not positive (not drawable on log axes). */
+static void panel_points(eval_panel *p, const eval_row *r, const ht_dataset *d, double k) {
+  for (int i = 0; r->cv_pred && i < d->n_rows; i++) {
+    p->cv_y[i] = r->cv_pred[i] > 0 ? r->cv_pred[i] * k : NAN;
+    p->cv_r[i] = p->cv_y[i] / (d->y[i] * k);
+  }
+  for (int i = 0; r->ho_pred && i < r->n_ho; i++) {
+    p->ho_x[i] = d->y[r->ho_rows[i]] * k;
+    p->ho_y[i] = r->ho_pred[i] > 0 ? r->ho_pred[i] * k : NAN;
+    p->ho_r[i] = p->ho_y[i] / p->ho_x[i];
+  }
+}
+
+/* measured in [lo, hi] x predicted  <=>  predicted in [measured / hi, measured / lo]. */
+static void band_edges(const ht_band *b, const double *at, double *lo, double *hi) {
+  for (int i = 0; i < 2; i++) {
+    lo[i] = b->n ? at[i] / b->hi : NAN;
+    hi[i] = b->n ? at[i] / b->lo : NAN;
+  }
+}
+
+/* The series of one panel into s: y the predictions (or ratios), bands lo/hi and their edges. */
+static int panel_series(plot_series *s, const eval_row *r, const ht_dataset *d, const char *const *names,
+                        const double *meas, eval_panel *p, int ratio) {
+  const double *ident = ratio ? p->one : p->ends;
+  band_edges(&r->band_test, ident, ratio ? p->rblo : p->blo, ratio ? p->rbhi : p->bhi);
+  band_edges(&r->band_ho, ident, ratio ? p->relo : p->elo, ratio ? p->rehi : p->ehi);
+  int n = 0;
+  if (r->has_test && r->band_test.n)
+    s[n++] = (plot_series){names[0], PLOT_BAND, 2, p->ends, NULL, ratio ? p->rblo : p->blo, ratio ? p->rbhi : p->bhi,
+                           0, 0, PLOT_NONE, 0};
+  if (r->has_ho && r->band_ho.n) {
+    s[n++] = (plot_series){names[1], PLOT_LINE, 2, p->ends, ratio ? p->relo : p->elo, NULL, NULL, 1, 1, PLOT_NONE, 1.2};
+    s[n++] = (plot_series){NULL, PLOT_LINE, 2, p->ends, ratio ? p->rehi : p->ehi, NULL, NULL, 1, 1, PLOT_NONE, 1.2};
+  }
+  s[n++] = (plot_series){names[2], PLOT_LINE, 2, p->ends, ident, NULL, NULL, 6, 0, PLOT_NONE, 1};
+  if (r->cv_pred)
+    s[n++] = (plot_series){names[3], PLOT_POINTS, d->n_rows, meas, ratio ? p->cv_r : p->cv_y, NULL, NULL, 0, 0, 0, 0};
+  if (r->ho_pred)
+    s[n++] = (plot_series){names[4], PLOT_POINTS, r->n_ho, p->ho_x, ratio ? p->ho_r : p->ho_y, NULL, NULL, 1, 0, 2, 0};
+  return n;
+}
+
+static int alloc_points(eval_panel *p, const eval_row *r, const ht_dataset *d) {
+  size_t n = (size_t)d->n_rows, h = (size_t)r->n_ho + 1;
+  p->cv_y = malloc(n * sizeof(double)), p->cv_r = malloc(n * sizeof(double));
+  p->ho_x = malloc(h * sizeof(double)), p->ho_y = malloc(h * sizeof(double)), p->ho_r = malloc(h * sizeof(double));
+  return p->cv_y && p->cv_r && p->ho_x && p->ho_y && p->ho_r ? 0 : -1;
+}
+
+/* The shared ranges: times (both axes of the first panels), ratios (symmetric about 1). */
+static void eval_ranges(const eval_panel *ep, const eval_row *rows, int n, const ht_dataset *d, const double *meas,
+                        double *t, double *q) {
+  double lo = INFINITY, hi = 0, m = 1;
+  for (int i = 0; i < d->n_rows; i++) lo = fmin(lo, meas[i]), hi = fmax(hi, meas[i]);
+  for (int j = 0; j < n; j++)
+    for (int i = 0; rows[j].cv_pred && i < d->n_rows; i++)
+      if (ep[j].cv_y[i] > 0) lo = fmin(lo, ep[j].cv_y[i]), hi = fmax(hi, ep[j].cv_y[i]), m = fmax(m, fmax(ep[j].cv_r[i], 1 / ep[j].cv_r[i]));
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < rows[j].n_ho; i++)
+      if (ep[j].ho_r[i] > 0) m = fmax(m, fmax(ep[j].ho_r[i], 1 / ep[j].ho_r[i]));
+  plot_nice_range(&lo, &hi, 1);
+  double l = 1 / m;
+  plot_nice_range(&l, &m, 1);
+  t[0] = lo, t[1] = hi, q[0] = fmin(l, 1 / m), q[1] = fmax(m, 1 / l);
+}
+
+static int plot_eval(const char *path, const char *kernel, const ht_dataset *d, const eval_row *rows, int n,
+                     const eval_settings *e) {
+  const int cols = n < 3 ? n : 3, groups = (n + cols - 1) / cols, n_panels = 2 * cols * groups;
+  eval_panel *ep = calloc((size_t)n, sizeof *ep);
+  plot_panel *pp = calloc((size_t)n_panels, sizeof *pp);
+  double *meas = malloc((size_t)d->n_rows * sizeof *meas), max = 0, t[2], q[2];
+  int rc = ep && pp && meas ? 0 : -1;
+  for (int i = 0; i < d->n_rows; i++) max = fmax(max, d->y[i]);
+  const char *unit;
+  double k = plot_time_unit(max, &unit);
+  for (int i = 0; !rc && i < d->n_rows; i++) meas[i] = d->y[i] * k;
+  char n0[64], n1[64], n2[] = "y = x", n3[64], n4[64], label_x[64], label_y[64], title[256];
+  snprintf(n0, sizeof n0, "%.0f%% band, interpolation", 100 * e->band);
+  snprintf(n1, sizeof n1, "%.0f%% band, extrapolation", 100 * e->band);
+  snprintf(n3, sizeof n3, "%lld-fold cross-validation", e->folds);
+  snprintf(n4, sizeof n4, "hold-out: %lld largest sizes", e->holdout);
+  const char *names[] = {n0, n1, n2, n3, n4};
+  for (int j = 0; !rc && j < n; j++)
+    if (!(rc = alloc_points(&ep[j], &rows[j], d))) panel_points(&ep[j], &rows[j], d, k);
+  if (!rc) eval_ranges(ep, rows, n, d, meas, t, q);
+  snprintf(label_x, sizeof label_x, "measured time (%s)", unit);
+  snprintf(label_y, sizeof label_y, "predicted time (%s)", unit);
+  for (int j = 0; !rc && j < n; j++) { /* kind j: its column in its group's two rows */
+    eval_panel *p = &ep[j];
+    p->ends[0] = t[0], p->ends[1] = t[1], p->one[0] = p->one[1] = 1;
+    int ns = panel_series(p->s, &rows[j], d, names, meas, p, 0), nr = panel_series(p->rs, &rows[j], d, names, meas, p, 1);
+    snprintf(p->title, sizeof p->title, "%s%s", rows[j].kind, rows[j].error[0] ? " (failed)" : "");
+    if (rows[j].has_cv) snprintf(p->title + strlen(p->title), sizeof p->title - strlen(p->title), ": CV error %.1f%%",
+                                 rows[j].cv.mape_mean);
+    int top = (j / cols) * 2 * cols + j % cols;
+    pp[top] = (plot_panel){p->title, {label_x, 1, t[0], t[1]}, {label_y, 1, t[0], t[1]}, ns, p->s, 0, NULL, NULL};
+    pp[top + cols] = (plot_panel){"", {label_x, 1, t[0], t[1]}, {"predicted / measured", 1, q[0], q[1]}, nr, p->rs, 0,
+                                  NULL, NULL};
+  }
+  snprintf(title, sizeof title, "%s: predicted against measured time", kernel);
+  plot_figure fig = {title, "Bands: where the rows should fall by the band estimated on the training rows, at sizes "
+                     "seen (interpolation) and beyond them.", n_panels, cols, pp, 0};
+  if (rc) fprintf(stderr, "hetune model eval: --plot: out of memory\n");
+  else if ((rc = plot_write(path, &fig))) fprintf(stderr, "hetune model eval: cannot write %s: %s\n", path, strerror(errno));
+  else printf("\nplot: %s\n", path);
+  for (int j = 0; ep && j < n; j++)
+    free(ep[j].cv_y), free(ep[j].cv_r), free(ep[j].ho_x), free(ep[j].ho_y), free(ep[j].ho_r);
+  free(ep);
+  free(pp);
+  free(meas);
+  return rc ? CLI_ERROR : CLI_OK;
+}
+
 static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings *e, const ht_accuracy *floor,
                      int floor_m, const out_style *o) {
   char kinds[1024];
@@ -300,6 +446,8 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings
   const char *options = cli_opt(a, "options");
   uint64_t seed = (uint64_t)e->seed;
   char *save = NULL;
+  eval_row rows[MAX_PLOT_KINDS];
+  int n = 0;
   for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
     eval_row r = {.kind = k, .band = e->band};
     if (e->folds) cross_validate(&r, d, options, (int)e->folds, seed);
@@ -308,15 +456,20 @@ static int run_kinds(const cli_args *a, const ht_dataset *d, const eval_settings
     fit_and_time(&r, d, options, seed);
     print_row(&r, o);
     fflush(stdout);
+    if (n < MAX_PLOT_KINDS) rows[n++] = r;
+    else eval_row_free(&r);
   }
-  return CLI_OK;
+  const char *plot = cli_opt(a, "plot");
+  int rc = plot ? plot_eval(plot, o->kernel, d, rows, n, e) : CLI_OK;
+  for (int i = 0; i < n; i++) eval_row_free(&rows[i]);
+  return rc;
 }
 
 int cmd_model_eval(int argc, char **argv) {
   static const char *const flags[] = {"mrmr", "markdown", "tsv", NULL};
   static const char *const known[] = {"data",  "data-db", "device",   "bandwidth", "kinds",
                                       "options", "folds", "holdout", "seed",   "mrmr",      "markdown",
-                                      "tsv",   "test",    "size",     "band",  NULL};
+                                      "tsv",   "test",    "size",     "band",  "plot", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(eval_help, stdout);
     return CLI_OK;

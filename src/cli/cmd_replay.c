@@ -129,7 +129,8 @@ static const char *bench_help =
   "  --aggregate A     rank (default, the methodology's) or value: each run's P(t) averaged over\n"
   "                    runs, with the expected best time as baseline (heavy-tailed: one slow run\n"
   "                    can dominate)\n"
-  "  --plot DIR        write score curves per space and overall (SVG and tab-separated data)\n"
+  "  --plot DIR        write the score curves P(t) overall and per space: NAME.svg (every strategy),\n"
+  "                    NAME-panels.svg (a panel per strategy with its 95% band) and NAME.tsv\n"
   "  --no-strategy-time  leave the strategies' own time off the clock (deterministic scores)\n"
   "  --quiet           no progress on standard error\n";
 
@@ -281,51 +282,140 @@ static void print_summary(const bench *b) {
   }
 }
 
-/* Curves of one space (s >= 0) or averaged over spaces (s < 0), as SVG and TSV. */
-static int write_plot(const bench *b, int s) {
-  int P = b->so.points, S = b->n_strat;
-  double *x = malloc(sizeof(double) * (size_t)P), *y = calloc((size_t)S * P, sizeof *y),
-         *band = calloc((size_t)S * P, sizeof *band);
-  const double *yp[32], *bp[32];
-  int rc = x && y && band ? 0 : -1;
-  for (int k = 0; !rc && k < S; k++) {
+/* The curves of one space (s >= 0) or averaged over spaces (s < 0): each strategy's P(t) and the
+ * half-width of its 95% interval, at the budget's points x. */
+typedef struct curves {
+  int S, P;
+  double *x, *y, *half, *lo, *hi, ends[2];
+  char names[32][48], title[256];
+} curves;
+
+static int curves_make(const bench *b, int s, curves *c) {
+  int P = c->P = b->so.points, S = c->S = b->n_strat;
+  c->x = malloc(sizeof(double) * (size_t)P);
+  c->y = calloc((size_t)S * P, sizeof *c->y);
+  c->half = calloc((size_t)S * P, sizeof *c->half);
+  c->lo = malloc(sizeof(double) * (size_t)S * P);
+  c->hi = malloc(sizeof(double) * (size_t)S * P);
+  if (!c->x || !c->y || !c->half || !c->lo || !c->hi) return -1;
+  const int lo = s < 0 ? 0 : s, hi = s < 0 ? b->n_spaces : s + 1;
+  for (int k = 0; k < S; k++) {
+    double mean = 0;
     for (int j = 0; j < P; j++) {
-      int lo = s < 0 ? 0 : s, hi = s < 0 ? b->n_spaces : s + 1;
       for (int q = lo; q < hi; q++) {
         const ht_score *sc = &b->score[q * S + k];
-        y[k * P + j] += sc->curve[j] / (hi - lo);
-        band[k * P + j] += (sc->curve_hi[j] - sc->curve_lo[j]) / 2 / (hi - lo);
+        c->y[k * P + j] += sc->curve[j] / (hi - lo);
+        c->half[k * P + j] += (sc->curve_hi[j] - sc->curve_lo[j]) / 2 / (hi - lo);
       }
+      c->lo[k * P + j] = c->y[k * P + j] - c->half[k * P + j];
+      c->hi[k * P + j] = c->y[k * P + j] + c->half[k * P + j];
+      mean += c->y[k * P + j] / P;
     }
-    yp[k] = y + k * P;
-    bp[k] = band + k * P;
+    snprintf(c->names[k], sizeof c->names[k], "%s (%.2f)", b->strat[k], mean); /* the score: P(t)'s mean */
   }
   const ht_baseline *bl = s >= 0 ? &b->base[s] : NULL;
-  for (int j = 0; !rc && j < P; j++)
-    x[j] = bl ? bl->t_start + j * (bl->t_cutoff - bl->t_start) / (P - 1) : (double)j / (P - 1);
-  char title[256], path[1024];
-  snprintf(title, sizeof title, "%s: performance score P(t), %d seeds, 95%% bands",
+  for (int j = 0; j < P; j++) c->x[j] = bl ? bl->t_start + j * (bl->t_cutoff - bl->t_start) / (P - 1) : (double)j / (P - 1);
+  c->ends[0] = c->x[0], c->ends[1] = c->x[P - 1];
+  snprintf(c->title, sizeof c->title, "%s: performance score P(t) of each strategy, %d seeds",
            s >= 0 ? ht_recorded_name(b->rec[s]) : "mean over spaces", b->so.seeds);
-  plot_spec p = {title, bl ? "time (s, recorded compile + run + strategy)" : "fraction of each space's budget",
-                 "P(t)", S, P, b->strat, x, yp, bp, x[0], x[P - 1], -0.5, 1.0, 6};
-  snprintf(path, sizeof path, "%s/%s.svg", b->plot_dir, s >= 0 ? ht_recorded_name(b->rec[s]) : "overall");
-  if (!rc) rc = plot_svg(path, &p);
-  snprintf(path, sizeof path, "%s/%s.tsv", b->plot_dir, s >= 0 ? ht_recorded_name(b->rec[s]) : "overall");
-  FILE *f = rc ? NULL : fopen(path, "w");
-  if (f) {
-    fprintf(f, "t");
-    for (int k = 0; k < S; k++) fprintf(f, "\t%s\t%s_ci95", b->strat[k], b->strat[k]);
-    for (int j = 0; j < P; j++) {
-      fprintf(f, "\n%.6g", x[j]);
-      for (int k = 0; k < S; k++) fprintf(f, "\t%.5f\t%.5f", y[k * P + j], band[k * P + j]);
+  return 0;
+}
+
+static void curves_free(curves *c) {
+  free(c->x);
+  free(c->y);
+  free(c->half);
+  free(c->lo);
+  free(c->hi);
+}
+
+#define CURVES_NOTE "P = 0: random search; P = 1: the optimum. In brackets: the score (mean of P over the budget)."
+
+/* The y range every panel shares: the curves' (not the bands'), with 0 and 1 in view. */
+static void curves_range(const curves *c, plot_axis *y) {
+  double lo = 0, hi = 1;
+  for (int i = 0; i < c->S * c->P; i++) lo = fmin(lo, c->y[i]), hi = fmax(hi, c->y[i]);
+  plot_nice_range(&lo, &hi, 0);
+  y->lo = lo, y->hi = hi;
+}
+
+/* The note under the chart, naming strategies whose curves coincide (one hides the other). */
+static void curves_note(const curves *c, const bench *b, char *note, size_t cap) {
+  snprintf(note, cap, "%s", CURVES_NOTE);
+  for (int k = 0; k < c->S; k++)
+    for (int o = k + 1; o < c->S; o++) {
+      int same = 1;
+      for (int j = 0; j < c->P && same; j++) same = fabs(c->y[k * c->P + j] - c->y[o * c->P + j]) < 1e-9;
+      size_t len = strlen(note);
+      if (same && len + 64 < cap)
+        snprintf(note + len, cap - len, "%s%s and %s coincide", strchr(note, '\n') ? "; " : "\n", b->strat[k],
+                 b->strat[o]);
     }
-    fprintf(f, "\n");
-    rc = fclose(f) == 0 ? 0 : -1;
-  } else rc = -1;
-  free(x);
-  free(y);
-  free(band);
-  if (rc) fprintf(stderr, "hetune strategy-bench: cannot write %s: %s\n", path, strerror(errno));
+}
+
+/* One chart of every strategy's curve (colour, dash and marker apart), and small multiples: one
+ * panel per strategy with its 95% band, the others in grey behind it. */
+static int curves_write(const curves *c, const bench *b, int per_space, const char *svg, const char *svg_panels) {
+  plot_series *all = calloc((size_t)c->S + 1, sizeof *all), *pan = calloc((size_t)c->S * (c->S + 1), sizeof *pan);
+  plot_panel *panels = calloc((size_t)c->S, sizeof *panels);
+  int rc = all && pan && panels ? 0 : -1;
+  const char *xlabel = per_space ? "time (s): recorded compile + run + strategy" : "share of each space's time budget";
+  plot_axis x = {xlabel, 0, c->ends[0], c->ends[1]}, y = {"performance score P(t)", 0, NAN, NAN};
+  curves_range(c, &y);
+  double zero[2] = {0, 0};
+  for (int k = 0; !rc && k < c->S; k++)
+    all[k] = (plot_series){c->names[k], PLOT_LINE, c->P, c->x, c->y + k * c->P, NULL, NULL, PLOT_AUTO, PLOT_AUTO, PLOT_AUTO, 0};
+  if (!rc)
+    all[c->S] = (plot_series){"random search", PLOT_LINE, 2, c->ends, zero, NULL, NULL, PLOT_GREY, 1, PLOT_NONE, 1.2};
+  plot_panel one = {NULL, x, y, c->S + 1, all, 0, NULL, NULL};
+  char note[512];
+  curves_note(c, b, note, sizeof note);
+  plot_figure fig = {c->title, note, 1, 1, &one, 0};
+  if (!rc) rc = plot_write(svg, &fig);
+  for (int k = 0; !rc && k < c->S; k++) { /* panel k: the others in grey, then strategy k over them */
+    plot_series *ps = pan + k * (c->S + 1);
+    int n = 0;
+    for (int o = 0; o < c->S; o++)
+      if (o != k) ps[n++] = (plot_series){NULL, PLOT_LINE, c->P, c->x, c->y + o * c->P, NULL, NULL, PLOT_GREY, 0, PLOT_NONE, 1};
+    ps[n++] = (plot_series){NULL, PLOT_LINE, c->P, c->x, c->y + k * c->P, c->lo + k * c->P, c->hi + k * c->P, k, k,
+                            PLOT_NONE, 2.2};
+    panels[k] = (plot_panel){c->names[k], x, y, n, ps, 0, NULL, NULL};
+  }
+  plot_figure grid = {c->title, CURVES_NOTE "\nShaded: 95% interval over the seeds; grey: the other strategies.", c->S, c->S < 3 ? c->S : 3, panels, 0};
+  if (!rc) rc = plot_write(svg_panels, &grid);
+  free(all);
+  free(pan);
+  free(panels);
+  return rc;
+}
+
+static int curves_tsv(const curves *c, const bench *b, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  fprintf(f, "t");
+  for (int k = 0; k < c->S; k++) fprintf(f, "\t%s\t%s_ci95", b->strat[k], b->strat[k]);
+  for (int j = 0; j < c->P; j++) {
+    fprintf(f, "\n%.6g", c->x[j]);
+    for (int k = 0; k < c->S; k++) fprintf(f, "\t%.5f\t%.5f", c->y[k * c->P + j], c->half[k * c->P + j]);
+  }
+  fprintf(f, "\n");
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+/* NAME.svg (every curve), NAME-panels.svg (one panel per strategy) and NAME.tsv of one space, or
+ * of the mean over spaces (NAME overall). */
+static int write_plot(const bench *b, int s) {
+  curves c = {0};
+  const char *name = s >= 0 ? ht_recorded_name(b->rec[s]) : "overall";
+  char svg[1024], panels[1024], tsv[1024];
+  snprintf(svg, sizeof svg, "%s/%s.svg", b->plot_dir, name);
+  snprintf(panels, sizeof panels, "%s/%s-panels.svg", b->plot_dir, name);
+  snprintf(tsv, sizeof tsv, "%s/%s.tsv", b->plot_dir, name);
+  int rc = curves_make(b, s, &c);
+  if (!rc) rc = curves_write(&c, b, s >= 0, svg, panels);
+  if (!rc) rc = curves_tsv(&c, b, tsv);
+  curves_free(&c);
+  if (rc) fprintf(stderr, "hetune strategy-bench: cannot write %s/%s.*: %s\n", b->plot_dir, name, strerror(errno));
   return rc;
 }
 
@@ -337,7 +427,7 @@ static int write_plots(const bench *b) {
   }
   for (int s = -1; s < b->n_spaces; s++)
     if (write_plot(b, s)) return CLI_ERROR;
-  printf("\nplots: %s/overall.svg and one per space (with .tsv data)\n", b->plot_dir);
+  printf("\nplots: %s/overall.svg, overall-panels.svg and the same per space (with .tsv data)\n", b->plot_dir);
   return CLI_OK;
 }
 

@@ -259,21 +259,35 @@ static int print_session(const ht_session_record *s, void *ctx) {
 }
 
 int cmd_show(int argc, char **argv) {
-  static const char *const known[] = {"db", "device", NULL};
+  static const char *const known[] = {"db", "device", "plot", "session", "plot-x", NULL};
   if (cli_wants_help(argc, argv)) {
-    puts("usage: hetune show [SPEC|KERNEL-NAME] [--device D] [--db FILE]\n\n"
+    puts("usage: hetune show [SPEC|KERNEL-NAME] [--device D] [--db FILE]\n"
+         "       hetune show SPEC|KERNEL-NAME --plot FILE.svg [--session ID] [--plot-x evals|time]\n\n"
          "Lists the tuning sessions in the database; with a spec file or a kernel name, also the kernel's\n"
-         "ten fastest configs.");
+         "ten fastest configs.\n"
+         "--plot FILE.svg draws a tuning session's progress instead of the lists: the time of every\n"
+         "evaluation it measured"
+         " (log axis), the best so far, and its failed configs as marks on the x axis. The session\n"
+         "is the kernel's latest (on --device, if given), or --session ID as listed. --plot-x time puts\n"
+         "the seconds since the session started on the x axis instead of the evaluation's number.");
     return CLI_OK;
   }
   cli_args a;
   int rc = cli_parse(argc, argv, "show", known, NULL, &a);
   if (!rc && a.n_pos > 1) rc = cli_usage_error("show", "expected at most one SPEC file or kernel name");
+  if (!rc && a.n_pos == 0 && (cli_opt(&a, "plot") || cli_opt(&a, "session") || cli_opt(&a, "plot-x")))
+    rc = cli_usage_error("show", "--plot, --session and --plot-x need a SPEC file or kernel name");
   ht_spec *spec = NULL;
   const char *name = NULL;
   if (!rc && a.n_pos == 1) rc = cli_kernel_arg(&a, "show", a.pos[0], &spec, &name);
   ht_store *st;
   if (rc || (rc = open_readonly(&a, &st))) {
+    ht_spec_destroy(spec);
+    return rc;
+  }
+  if (cli_opt(&a, "plot")) { /* the plot alone: its errors are the command's only output */
+    rc = cli_plot_progress(&a, st, name, cli_opt(&a, "plot"));
+    ht_store_close(st);
     ht_spec_destroy(spec);
     return rc;
   }
