@@ -30,6 +30,7 @@ static const char *usage =
   "  gemm M N K              generate, tune and compare a GEMM (vs OpenBLAS/cuBLAS and naive)\n"
   "  dispatch decide|run|bench|export-cache|explain COMP   choose and run a variant per call\n"
   "  explain COMP            why a computation chooses the variant it does for a call's sizes\n"
+  "  race COMP               run a computation's variants at once; the first to finish wins\n"
   "\n"
   "Run 'hetune COMMAND --help' for a command's options.\n";
 
@@ -234,7 +235,7 @@ int main(int argc, char **argv) {
                   {"ptx", cmd_ptx},         {"model", cmd_model},   {"predict", cmd_predict},
                   {"gemm", cmd_gemm},
                   {"bandwidth", cmd_bandwidth}, {"dispatch", cmd_dispatch},
-                  {"explain", cmd_explain}};
+                  {"explain", cmd_explain}, {"race", cmd_race}};
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;
