@@ -218,7 +218,8 @@ static ht_status check_variants(const ht_computation *c, const int *variants, in
   return HT_OK;
 }
 
-/* Private variants and buffers for every participant, before the clock starts. */
+/* Private variants (built for these sizes) and buffers for every participant, before the clock
+ * starts. */
 static ht_status prepare(ht_computation *c, race *r, const int *variants, int n, ht_race_result *res) {
   int64_t rep[HTD_MAX_SIZES];
   htd_bucket(c, r->sizes, rep);
@@ -229,6 +230,7 @@ static ht_status prepare(ht_computation *c, race *r, const int *variants, int n,
     res->p[i] = (ht_race_participant){.variant = variants[i], .outcome = HT_RACE_FAILED};
     ht_exec *ex = NULL;
     st = slot_variant(c, variants[i], rep, &u->v, &ex);
+    if (!st) st = ht_variant_prepare(u->v, r->sizes); /* compiles happen before t0, not in the race */
     if (!st) st = private_args(r->spec, r->caller, &u->args);
     if (!st) u->stoppable = can_stop(c, variants[i], ex);
   }
