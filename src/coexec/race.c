@@ -21,10 +21,16 @@
 
 /* ---- private execs, cached on the computation ---- */
 
+enum { RACE_MAX_ARGS = 64 };
+
 typedef struct race_slot {
   ht_exec *ex;
   ht_variant *v;
   char *config; /* the config v runs ("best" variants change it with the size) */
+  /* per argument: the private copy of a written buffer, kept between races (a fresh one would
+   * cost its page faults at every race) */
+  void *priv[RACE_MAX_ARGS];
+  size_t priv_bytes[RACE_MAX_ARGS];
 } race_slot;
 
 typedef struct race_state {
@@ -37,18 +43,20 @@ static void race_state_free(void *p) {
     ht_variant_destroy(rs->s[i].v);
     ht_exec_close(rs->s[i].ex);
     free(rs->s[i].config);
+    for (int k = 0; k < RACE_MAX_ARGS; k++) free(rs->s[i].priv[k]);
   }
   free(rs);
 }
 
 /* Variant vi's private ht_variant for the config it runs at rep: opened and compiled on the first
  * race, before any clock starts, then kept until the computation is destroyed. */
-static ht_status slot_variant(ht_computation *c, int vi, const int64_t *rep, ht_variant **out, ht_exec **ex) {
+static ht_status slot_variant(ht_computation *c, int vi, const int64_t *rep, ht_variant **out, ht_exec **ex,
+                              race_slot **slot) {
   if (!c->race) {
     if (!(c->race = calloc(1, sizeof(race_state)))) return ht_error(HT_ERR_NOMEM, "out of memory");
     c->race_free = race_state_free;
   }
-  race_slot *s = &((race_state *)c->race)->s[vi];
+  race_slot *s = *slot = &((race_state *)c->race)->s[vi];
   const char *config = htd_config_for(c, vi, rep);
   if (s->v && !strcmp(s->config, config)) return *out = s->v, *ex = s->ex, HT_OK;
   ht_variant_destroy(s->v);
@@ -180,15 +188,11 @@ static int can_stop(const ht_computation *c, int vi, ht_exec *ex) {
   return flag && (ht_device_caps(ht_exec_device(ex)) & HT_CAP_CANCEL);
 }
 
-static void free_private(const ht_spec *s, const ht_host_arg *caller, ht_host_arg *args) {
-  for (int i = 0; args && i < s->n_args; i++)
-    if (args[i].data != caller[i].data) free(args[i].data);
-  free(args);
-}
-
-/* The caller's arguments with each written buffer replaced by a private copy of it (its whole
- * count, so elements the kernel leaves alone come back unchanged). */
-static ht_status private_args(const ht_spec *s, const ht_host_arg *caller, ht_host_arg **out) {
+/* The caller's arguments with each written buffer replaced by the slot's private copy of it (its
+ * whole count, so elements the kernel leaves alone come back unchanged). */
+static ht_status private_args(const ht_spec *s, const ht_host_arg *caller, race_slot *slot, ht_host_arg **out) {
+  if (s->n_args > RACE_MAX_ARGS) return ht_error(HT_ERR_INVALID, "%s: %d arguments, a race takes at most %d", s->name,
+                                              s->n_args, RACE_MAX_ARGS);
   ht_host_arg *a = calloc((size_t)s->n_args + 1, sizeof *a);
   if (!a) return ht_error(HT_ERR_NOMEM, "out of memory");
   memcpy(a, caller, sizeof *a * (size_t)s->n_args);
@@ -196,11 +200,16 @@ static ht_status private_args(const ht_spec *s, const ht_host_arg *caller, ht_ho
     const ht_spec_arg *sa = &s->args[i];
     if (!sa->is_buffer || !(sa->access & HT_ACCESS_WRITE) || !caller[i].data || !caller[i].count) continue;
     size_t bytes = caller[i].count * ht_dtype_size(sa->type);
-    if (!(a[i].data = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
-      a[i].data = caller[i].data; /* not freed */
-      free_private(s, caller, a);
-      return ht_error(HT_ERR_NOMEM, "out of memory for a private copy of %s (%zu bytes)", sa->name, bytes);
+    if (slot->priv_bytes[i] < bytes) {
+      free(slot->priv[i]);
+      slot->priv_bytes[i] = 0;
+      if (!(slot->priv[i] = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+        free(a);
+        return ht_error(HT_ERR_NOMEM, "out of memory for a private copy of %s (%zu bytes)", sa->name, bytes);
+      }
+      slot->priv_bytes[i] = bytes;
     }
+    a[i].data = slot->priv[i];
     memcpy(a[i].data, caller[i].data, bytes);
   }
   *out = a;
@@ -229,9 +238,10 @@ static ht_status prepare(ht_computation *c, race *r, const int *variants, int n,
     *u = (runner){.r = r, .index = i, .out = &res->p[i]};
     res->p[i] = (ht_race_participant){.variant = variants[i], .outcome = HT_RACE_FAILED};
     ht_exec *ex = NULL;
-    st = slot_variant(c, variants[i], rep, &u->v, &ex);
+    race_slot *slot = NULL;
+    st = slot_variant(c, variants[i], rep, &u->v, &ex, &slot);
     if (!st) st = ht_variant_prepare(u->v, r->sizes); /* compiles happen before t0, not in the race */
-    if (!st) st = private_args(r->spec, r->caller, &u->args);
+    if (!st) st = private_args(r->spec, r->caller, slot, &u->args);
     if (!st) u->stoppable = can_stop(c, variants[i], ex);
   }
   return st ? ht_error_prefix(st, "%s: preparing a race: ", c->name) : HT_OK;
@@ -328,7 +338,7 @@ ht_status ht_race_run(ht_computation *c, const int64_t *sizes, const ht_host_arg
   res->n = n;
   st = prepare(c, r, variants, n, res);
   if (!st) st = run_race(c, r, n, res);
-  for (int i = 0; i < n; i++) free_private(c->spec0, args, r->run[i].args);
+  for (int i = 0; i < n; i++) free(r->run[i].args);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cv);
   free(r);
