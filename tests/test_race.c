@@ -191,6 +191,29 @@ static void test_c_against_opencl(void **state) {
   drop(&f);
 }
 
+/* A realtime simulated device claims what a race needs; others keep running to their end; a
+ * "realtime" that is not a boolean is an error naming the file, position and key. */
+static void test_realtime_sim_device(void **state) {
+  (void)state;
+  ht_device *d;
+  assert_int_equal(ht_device_open("sim:0", &d), HT_OK);
+  assert_int_equal(ht_device_caps(d) & (HT_CAP_ASYNC | HT_CAP_CANCEL), HT_CAP_ASYNC | HT_CAP_CANCEL);
+  ht_device_close(d);
+  assert_int_equal(ht_device_open("sim:2", &d), HT_OK);
+  assert_int_equal(ht_device_caps(d) & (HT_CAP_ASYNC | HT_CAP_CANCEL), 0);
+  ht_device_close(d);
+  char *path = ht_strfmt("%s/test_race_bad_sim.json", HT_BINARY_DIR);
+  FILE *f = fopen(path, "w");
+  fputs("{\"devices\": [\n  {\"name\": \"x\", \"seconds_per_unit\": 1, \"memory_bytes\": 10, \"realtime\": 1}]}\n", f);
+  fclose(f);
+  setenv("HETUNE_SIM", path, 1);
+  assert_int_not_equal(ht_device_open("sim:0", &d), HT_OK);
+  if (!strstr(ht_last_error(), "test_race_bad_sim.json:2:") || !strstr(ht_last_error(), "devices[0].realtime: expected true or false"))
+    fail_msg("unexpected error: %s", ht_last_error());
+  setenv("HETUNE_SIM", DATA "sim.json", 1);
+  free(path);
+}
+
 static void test_bad_calls(void **state) {
   (void)state;
   fixture f;
@@ -399,6 +422,7 @@ int main(void) {
     cmocka_unit_test(test_unstoppable_loser_finishes),
     cmocka_unit_test(test_c_against_realtime_sim),
     cmocka_unit_test(test_c_against_opencl),
+    cmocka_unit_test(test_realtime_sim_device),
     cmocka_unit_test(test_bad_calls),
     cmocka_unit_test(test_censored_bound),
     cmocka_unit_test(test_censored_in_store),
