@@ -12,7 +12,7 @@ esc() { sed -e 's/\\/\\e/g' -e 's/^\./\\\&./' -e "s/^'/\\\\\\&'/"; }
   printf '.SH DESCRIPTION\n.nf\n'
   "$bin" --help | esc
   printf '.fi\n.SH COMMANDS\n'
-  for c in devices bandwidth tune best show export space replay strategy-bench ptx predict gemm \
+  for c in devices bandwidth tune best show export space replay strategy-bench ptx predict gemm race \
            "model train" "model eval" "model show" "model predict"; do
     printf '.SS "%s"\n.nf\n' "$c"
     # shellcheck disable=SC2086

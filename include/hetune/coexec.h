@@ -82,6 +82,55 @@ int64_t ht_hguided_chunk(int64_t remaining, double power, double power_sum, doub
 
 /* ---- race ---- */
 
+/* A race (docs/race.md, 001 §5.1): the variants run at once, each on private copies of the
+ * buffers the kernel writes, from one control thread each; the first to finish wins, the others
+ * are stopped through their stop flag (a spec argument with "stop": true; a kernel without one
+ * runs to its end) and joined, and only the winner's outputs are copied into the caller's buffers.
+ * Everything runs in this process: a crash in a raced kernel ends the process. */
+enum { HT_RACE_MAX = 32 };
+
+typedef enum ht_race_outcome {
+  HT_RACE_WON = 0,  /* finished first: its outputs are in the caller's buffers */
+  HT_RACE_FINISHED, /* finished too, after the winner but before the stop reached it */
+  HT_RACE_STOPPED,  /* stopped by the winner's finish (its time is a lower bound) */
+  HT_RACE_FAILED    /* did not run: message says why */
+} ht_race_outcome;
+
+const char *ht_race_outcome_name(ht_race_outcome o);
+
+typedef struct ht_race_participant {
+  int variant;              /* index in the computation */
+  ht_race_outcome outcome;
+  ht_status status;         /* HT_OK unless it failed */
+  double end_s;             /* from t0 until its control thread was done (the winner: t_win) */
+  ht_run_times times;       /* as ht_run_wait gave them (a stopped run's kernel time is partial) */
+  char message[256];        /* the error of a failed participant */
+} ht_race_participant;
+
+typedef struct ht_race_result {
+  int winner;               /* variant index; -1 when every participant failed */
+  double t_win;             /* seconds from t0 until the winner's outputs were on the host */
+  double stop_delay;        /* t_last_joined - t_win: what stopping the others cost */
+  double wall_s;            /* the whole call, joins and copies included */
+  int n;
+  ht_race_participant p[HT_RACE_MAX];
+} ht_race_result;
+
+/* Races variants[0..n) of c (NULL: all of them) at sizes on the caller's buffers (as
+ * ht_variant_run takes them). The winner's time is recorded in c's history as a measurement and
+ * each stopped loser's as a lower bound (ht_computation_record). Every participant failing is an
+ * error naming each failure, and the caller's buffers are left untouched. out may be NULL. */
+ht_status ht_race_run(ht_computation *c, const int64_t *sizes, const ht_host_arg *args, const int *variants, int n,
+                      ht_race_result *out);
+
+/* Dispatch with races (001 §5.1.5): decides as ht_computation_decide does; when the decision is
+ * close, or a variant has no known time, races the expected winner, the runner-up and every
+ * variant without a time, so one call calibrates them all; otherwise runs as ht_computation_run.
+ * d: the decision (its variant: the winner when raced); race (may be NULL): the race's result,
+ * race->n == 0 when none was run. t (may be NULL): the winner's times. */
+ht_status ht_race_dispatch(ht_computation *c, const int64_t *sizes, const ht_host_arg *args, ht_decision *d,
+                           ht_run_times *t, ht_race_result *race);
+
 /* ---- co-execution ---- */
 
 /* How a call splits: the size `dim` of the specs is cut into chunks [lb, ub), each run as the same

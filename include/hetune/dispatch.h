@@ -97,6 +97,12 @@ ht_status ht_computation_run(ht_computation *c, const int64_t *sizes, const ht_h
 /* Runs one given variant (no decision) and records its time as run does: for calibration. */
 ht_status ht_computation_run_variant(ht_computation *c, int variant, const int64_t *sizes, const ht_host_arg *args,
                                      ht_run_times *times);
+/* Records a time of variant at sizes measured elsewhere (a race, docs/race.md). censored 0: a
+ * measurement, learnt as run learns it. censored 1: a lower bound (the variant was stopped after
+ * t's total): its expected time at that size bucket is raised to at least the bound, never lowered,
+ * and the store's log marks the row censored. */
+ht_status ht_computation_record(ht_computation *c, int variant, const int64_t *sizes, const ht_run_times *t,
+                                int censored);
 /* Writes the logged runs to the store now (run writes them in batches, and destroy writes the rest). */
 ht_status ht_computation_flush(ht_computation *c);
 

@@ -69,6 +69,9 @@ typedef struct ht_run_times {
  * from its spec expression at these sizes; the caller's count must hold it. */
 ht_status ht_variant_run(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
                          ht_run_times *out);
+/* Builds (or loads from the cache) the program a call at sizes runs, which the first such call
+ * does otherwise: for a caller that times calls from their start, as a race does. */
+ht_status ht_variant_prepare(ht_variant *v, const int64_t *sizes);
 /* The same, returning once the kernel runs (after the copies in); ht_run_wait copies out. */
 ht_status ht_variant_start(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
                            ht_run **out);

@@ -129,6 +129,7 @@ typedef struct ht_dispatch_record {
   int64_t calls;              /* calls the row stands for (>= 1) */
   double kernel_s, h2d_s, d2h_s; /* of the median call */
   double timestamp;           /* of the first call */
+  int censored;               /* 1: the times are lower bounds (a race's loser, stopped), not measurements */
 } ht_dispatch_record;
 /* Appends n records in one transaction. */
 ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs, int n);

@@ -76,6 +76,7 @@ int cmd_bandwidth(int argc, char **argv);
 int cmd_dispatch(int argc, char **argv);
 int cmd_coexec(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_race(int argc, char **argv);
 /* SPEC (first positional) and its measurements from --data FILE.csv... or --data-db DB (filtered
  * by --device): the dataset of hetune model train/eval. */
 int cli_model_dataset(const cli_args *a, const char *cmd, ht_spec **spec, ht_feature_set **fs, ht_dataset **d);

@@ -31,6 +31,7 @@ static const char *usage =
   "  dispatch decide|run|bench|export-cache|explain COMP   choose and run a variant per call\n"
   "  explain COMP            why a computation chooses the variant it does for a call's sizes\n"
   "  coexec plan|run|bench COMP   split one call across devices so that all finish together\n"
+  "  race COMP               run a computation's variants at once; the first to finish wins\n"
   "\n"
   "Run 'hetune COMMAND --help' for a command's options.\n";
 
@@ -255,7 +256,7 @@ int main(int argc, char **argv) {
                   {"gemm", cmd_gemm},
                   {"bandwidth", cmd_bandwidth}, {"dispatch", cmd_dispatch},
                   {"coexec", cmd_coexec},
-                  {"explain", cmd_explain}};
+                  {"explain", cmd_explain}, {"race", cmd_race}};
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;

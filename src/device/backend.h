@@ -59,6 +59,7 @@ struct ht_device {
   ht_device_info info;
   int index;  /* in the backend's probe list */
   void *impl; /* backend state */
+  unsigned caps_extra; /* HT_CAP_* this device has beyond its backend's (a realtime sim device) */
 };
 
 /* The registry (registry.c): the backends in their table's order, or by name (NULL when none). */

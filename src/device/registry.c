@@ -178,7 +178,7 @@ typedef struct done_event {
   double kernel_s;
 } done_event;
 
-unsigned ht_device_caps(const ht_device *dev) { return dev && dev->ops ? dev->ops->caps : 0; }
+unsigned ht_device_caps(const ht_device *dev) { return dev && dev->ops ? dev->ops->caps | dev->caps_extra : 0; }
 
 /* The backend's events (launch_async, wait and poll together), or the finished-launch fallback. */
 static int native_async(const ht_device *dev) {
@@ -215,7 +215,7 @@ int ht_device_poll(ht_device *dev, ht_event *e) {
 
 ht_status ht_device_cancel(ht_device *dev, ht_event *e) {
   if (!dev || !e) return ht_error(HT_ERR_INVALID, "ht_device_cancel: bad arguments");
-  if (!(dev->ops->caps & HT_CAP_CANCEL) || !dev->ops->cancel || !native_async(dev))
+  if (!(ht_device_caps(dev) & HT_CAP_CANCEL) || !dev->ops->cancel || !native_async(dev))
     return ht_error(HT_ERR_UNSUPPORTED, "device %s cannot stop a running kernel", dev->info.id);
   return dev->ops->cancel(dev, e);
 }

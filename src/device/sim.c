@@ -42,6 +42,7 @@ typedef struct sim_model {
   sim_link h2d, d2h;
   sim_speed_change speed_change;
   int real;
+  int realtime; /* launches take their modelled wall time, asynchronously, and can be stopped */
 } sim_model;
 
 typedef struct num_rule {
@@ -81,7 +82,7 @@ static const char *const device_keys[] = {
     "name",          "_source",     "flops_per_s",   "bytes_per_s",     "seconds_per_unit", "launch_latency_s",
     "h2d",           "d2h",         "noise_rsd",     "seed",            "power_w",          "idle_w",
     "memory_bytes",  "real",        "compute_units", "max_threads",     "warp_size",        "clock_mhz",
-    "max_work_group_size", "local_mem_bytes", "speed_change", NULL};
+    "max_work_group_size", "local_mem_bytes", "speed_change", "realtime", NULL};
 static const char *const link_keys[] = {"latency_s", "bytes_per_s", "step_bytes", "above", NULL};
 static const char *const rate_keys[] = {"latency_s", "bytes_per_s", NULL};
 static const char *const speed_keys[] = {"after_launches", "factor", NULL};
@@ -178,14 +179,16 @@ static ht_status read_speed_change(const sim_obj *dev, sim_speed_change *sc) {
 
 static ht_status read_strings(const sim_obj *o, sim_model *m) {
   json_t *name = json_object_get(o->obj, "name"), *src = json_object_get(o->obj, "_source");
-  json_t *real = json_object_get(o->obj, "real");
+  json_t *real = json_object_get(o->obj, "real"), *realtime = json_object_get(o->obj, "realtime");
   if (!name) return obj_fail(o, NULL, 0, "\"name\" is required");
   if (!json_is_string(name) || !json_string_length(name) || json_string_length(name) >= sizeof m->name)
     return obj_fail(o, "name", 1, "expected a name of 1 to %zu characters", sizeof m->name - 1);
   ht_copy_field(m->name, sizeof m->name, json_string_value(name));
   if (src && !json_is_string(src)) return obj_fail(o, "_source", 1, "expected a string (where the figures come from)");
   if (real && !json_is_boolean(real)) return obj_fail(o, "real", 1, "expected true or false");
-  m->real = real && json_is_true(real);
+  if (realtime && !json_is_boolean(realtime)) return obj_fail(o, "realtime", 1, "expected true or false");
+  m->realtime = realtime && json_is_true(realtime);
+  m->real = (real && json_is_true(real)) || m->realtime; /* a realtime device's transfers take real time too */
   return HT_OK;
 }
 
@@ -267,6 +270,7 @@ static uint64_t model_hash(const sim_model *m) {
       h = ht_hash64(&links[k]->above, sizeof links[k]->above, h);
     }
   if (m->speed_change.factor) h = ht_hash64(&m->speed_change, sizeof m->speed_change, ht_hash_str("speed", h));
+  if (m->realtime) h = ht_hash_str("realtime", h);
   return h;
 }
 
@@ -336,6 +340,7 @@ static ht_status sim_open(ht_device *dev, int index) {
     d->speed = 1;
     pthread_mutex_init(&d->lock, NULL);
     dev->impl = d;
+    if (d->m.realtime) dev->caps_extra = HT_CAP_ASYNC | HT_CAP_CANCEL;
   } else {
     free(d);
   }
@@ -458,24 +463,25 @@ static void sim_program_free(ht_device *dev, ht_program *p) {
   ht_backend_c.program_free(d->host, p);
 }
 
-static ht_status sim_launch(ht_device *dev, ht_program *p, const ht_launch *l, double *kernel_s) {
+/* The launch's modelled time (noise-free) and l's arguments with the host's buffers in *args. */
+static ht_status host_launch(ht_device *dev, const ht_launch *l, double *t, ht_arg **args, ht_launch *hl) {
   sim_dev *d = dev->impl;
-  double t = 0;
   ht_status st = ht_launch_check(l);
-  if (!st) st = model_kernel(dev, &d->m, l, &t);
-  ht_arg *args = st ? NULL : calloc((size_t)l->n_args + 1, sizeof *args);
-  if (!st && !args) st = ht_error(HT_ERR_NOMEM, "out of memory");
+  if (!st) st = model_kernel(dev, &d->m, l, t);
+  *args = st ? NULL : calloc((size_t)l->n_args + 1, sizeof **args);
+  if (!st && !*args) st = ht_error(HT_ERR_NOMEM, "out of memory");
   if (st) return st;
   for (int i = 0; i < l->n_args; i++) { /* the same arguments, with the host's buffers */
-    args[i] = l->args[i];
-    if (args[i].is_buffer) args[i].buf = ((sim_buffer *)args[i].buf)->host;
+    (*args)[i] = l->args[i];
+    if ((*args)[i].is_buffer) (*args)[i].buf = ((sim_buffer *)(*args)[i].buf)->host;
   }
-  ht_launch hl = *l;
-  hl.args = args;
-  double t0 = ht_now();
-  st = ht_backend_c.launch(d->host, p, &hl, NULL);
-  free(args);
-  if (st) return st;
+  *hl = *l;
+  hl->args = *args;
+  return HT_OK;
+}
+
+/* Counts a launch of modelled time t (before noise and speed); returns its time. */
+static double account_launch(sim_dev *d, double t) {
   pthread_mutex_lock(&d->lock);
   t *= speed_factor(d, d->counter) * noise_factor(&d->m, d->counter);
   d->counter++;
@@ -483,9 +489,89 @@ static ht_status sim_launch(ht_device *dev, ht_program *p, const ht_launch *l, d
   d->usage.kernel_s += t;
   d->usage.energy_j += t * d->m.power_w;
   pthread_mutex_unlock(&d->lock);
+  return t;
+}
+
+static ht_status sim_launch(ht_device *dev, ht_program *p, const ht_launch *l, double *kernel_s) {
+  sim_dev *d = dev->impl;
+  double t = 0;
+  ht_arg *args;
+  ht_launch hl;
+  ht_status st = host_launch(dev, l, &t, &args, &hl);
+  if (st) return st;
+  double t0 = ht_now();
+  st = ht_backend_c.launch(d->host, p, &hl, NULL);
+  free(args);
+  if (st) return st;
+  t = account_launch(d, t);
   sleep_until(&d->m, t0, t);
   if (kernel_s) *kernel_s = t;
   return HT_OK;
+}
+
+/* ---- asynchronous launch (realtime devices): the code runs on the host c device's thread, then
+ * the launch lasts until its modelled time has passed, unless it is stopped ---- */
+
+typedef struct sim_event {
+  ht_event *host;  /* the c launch (NULL: a launch already finished, on devices not realtime) */
+  ht_arg *args;
+  double t0, t;    /* start, modelled seconds */
+  int stop;        /* set (atomically) by sim_cancel */
+} sim_event;
+
+static ht_status sim_launch_async(ht_device *dev, ht_program *p, const ht_launch *l, ht_event **out) {
+  sim_dev *d = dev->impl;
+  sim_event *e = calloc(1, sizeof *e);
+  if (!e) return ht_error(HT_ERR_NOMEM, "out of memory");
+  ht_status st;
+  if (!d->m.realtime) { /* as the synchronous launch: run to the end now */
+    st = sim_launch(dev, p, l, &e->t);
+  } else {
+    ht_launch hl;
+    st = host_launch(dev, l, &e->t, &e->args, &hl);
+    e->t0 = ht_now();
+    if (!st) st = ht_device_launch_async(d->host, p, &hl, &e->host);
+    if (!st) e->t = account_launch(d, e->t);
+  }
+  if (st) {
+    free(e->args);
+    free(e);
+    return st;
+  }
+  *out = (ht_event *)e;
+  return HT_OK;
+}
+
+static int sim_poll(ht_device *dev, ht_event *ev) {
+  sim_dev *d = dev->impl;
+  sim_event *e = (sim_event *)ev;
+  if (!e->host) return 1;
+  if (!ht_device_poll(d->host, e->host)) return 0;
+  return __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) || ht_now() >= e->t0 + e->t;
+}
+
+static ht_status sim_wait(ht_device *dev, ht_event *ev, double *kernel_s) {
+  sim_dev *d = dev->impl;
+  sim_event *e = (sim_event *)ev;
+  ht_status st = e->host ? ht_device_wait(d->host, e->host, NULL) : HT_OK;
+  double left, t = e->t;
+  /* the rest of the modelled time, in slices of at most 1 ms so that a stop is seen soon */
+  while (e->host && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) && (left = e->t0 + e->t - ht_now()) > 0) {
+    double nap = left < 1e-3 ? left : 1e-3;
+    nanosleep(&(struct timespec){0, (long)(nap * 1e9)}, NULL);
+  }
+  if (e->host && __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) && ht_now() - e->t0 < t) t = ht_now() - e->t0;
+  free(e->args);
+  free(e);
+  if (kernel_s) *kernel_s = t;
+  return st;
+}
+
+static ht_status sim_cancel(ht_device *dev, ht_event *ev) {
+  sim_dev *d = dev->impl;
+  sim_event *e = (sim_event *)ev;
+  __atomic_store_n(&e->stop, 1, __ATOMIC_RELEASE);
+  return e->host ? ht_device_cancel(d->host, e->host) : HT_OK;
 }
 
 /* ---- buffers: the host's, counted against memory_bytes ---- */
@@ -593,5 +679,9 @@ const ht_backend_ops ht_backend_sim = {
     .buffer_write_at = sim_buffer_write_at,
     .buffer_read_at = sim_buffer_read_at,
     .buffer_free = sim_buffer_free,
-    .caps = HT_CAP_SIMULATED,
+    .caps = HT_CAP_SIMULATED, /* a realtime device adds HT_CAP_ASYNC | HT_CAP_CANCEL (caps_extra) */
+    .launch_async = sim_launch_async,
+    .wait = sim_wait,
+    .poll = sim_poll,
+    .cancel = sim_cancel,
 };

@@ -225,6 +225,7 @@ void ht_computation_destroy(ht_computation *c) {
   if (!c) return;
   if (c->finished && c->n_log && ht_computation_flush(c))
     ht_log(1, "%s: the last calls could not be logged: %s", c->name, ht_last_error());
+  if (c->race_free) c->race_free(c->race);
   for (int i = 0; i < c->n_variants; i++) variant_free(&c->v[i]);
   for (int i = 0; i < c->n_ex; i++) ht_exec_close(c->ex[i]);
   htd_cache_free(&c->cache);

@@ -24,6 +24,7 @@ typedef struct htd_point {
   double median;
   int stale;       /* samples added since the median was computed */
   int from_store;  /* 1: kernel times of tuning runs (+ modelled transfers), 0: calls measured here */
+  int censored;    /* 1: only lower bounds (a race's stopped loser): the first measurement replaces them */
 } htd_point;
 
 /* What a variant is known to take: its measured points, sorted by work. */
@@ -122,6 +123,7 @@ typedef struct htd_log_entry {
   int64_t sizes[HTD_MAX_SIZES];
   double pred_total_s, kernel_s, h2d_s, d2h_s, when;
   const char *config; /* owned by the variant's runs */
+  int censored;       /* the times are lower bounds (a race's stopped loser) */
 } htd_log_entry;
 
 struct ht_computation {
@@ -153,6 +155,9 @@ struct ht_computation {
   double group[3][HTD_LOG_GROUP];     /* its calls' kernel, h2d and d2h times */
   int64_t calls;         /* calls run */
   int n_drifted;         /* variants whose history drift slowed (drift_f > 1) */
+  /* A layer above (coexec's race) keeps its state here: destroy calls race_free(race). */
+  void *race;
+  void (*race_free)(void *race);
 };
 
 /* A variant whose history drift slowed is run again where it would win or come within the regret
@@ -180,6 +185,8 @@ htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const i
 htd_point *htd_history_find(const htd_history *h, uint64_t bucket);
 /* One more measured time at an existing point. */
 void htd_point_add(htd_point *p, double seconds, int window);
+/* Raises every sample of p below bound to bound (a censored time: at least bound). */
+void htd_point_raise(htd_point *p, double bound);
 /* The time at work, interpolated in log-log between the nearest points (extrapolated along the
  * nearest two; one point scales by work). *exact: 1 when a point of this bucket answered. NAN
  * when there is no point. lo/hi: the band from the neighbours' sample spread. */
@@ -220,6 +227,9 @@ void htd_feedback(ht_computation *c, int v, const int64_t *sizes, const ht_decis
 /* The same with the call's bucket (key, rep) already computed. */
 void htd_feedback_at(ht_computation *c, int v, const int64_t *sizes, uint64_t key, const int64_t *rep,
                      const ht_decision *d, const ht_run_times *t);
+/* A lower bound on variant v's time at sizes (a stopped race loser): the bucket's estimate is
+ * raised to at least t's total, never lowered; logged as censored. */
+void htd_feedback_censored(ht_computation *c, int v, const int64_t *sizes, const ht_run_times *t);
 /* Reads earlier runs of the computation's variants from the store into their histories. */
 ht_status htd_history_load(ht_computation *c);
 

@@ -83,9 +83,11 @@ static void close_group(ht_computation *c) {
   c->open = 0;
 }
 
-static int same_group(const ht_computation *c, int vi, const int64_t *sizes, char source, const char *config) {
+static int same_group(const ht_computation *c, int vi, const int64_t *sizes, char source, const char *config,
+                      int censored) {
   const htd_log_entry *e = &c->log[c->n_log - 1];
   return c->open && e->calls < HTD_LOG_GROUP && e->variant == vi && e->source == source && e->config == config &&
+         e->censored == censored &&
          !memcmp(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
 }
 
@@ -104,13 +106,14 @@ static htd_log_entry *new_entry(ht_computation *c) {
 }
 
 static void log_call(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const char *config,
-                     const ht_run_times *t) {
+                     const ht_run_times *t, int censored) {
   if (!c->st) return;
   char source = d ? (char)d->source : (char)HT_SRC_EXPLORE;
-  htd_log_entry *e = c->n_log && same_group(c, vi, sizes, source, config) ? &c->log[c->n_log - 1] : NULL;
+  htd_log_entry *e = c->n_log && same_group(c, vi, sizes, source, config, censored) ? &c->log[c->n_log - 1] : NULL;
   if (!e) {
     if (!(e = new_entry(c))) return;
     e->variant = vi;
+    e->censored = censored;
     e->calls = 0;
     e->source = source;
     memcpy(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
@@ -144,7 +147,7 @@ ht_status ht_computation_flush(ht_computation *c) {
     sizes_text(c->spec0, e->sizes, sizes[i], sizeof sizes[i]);
     recs[i] = (ht_dispatch_record){c->name, v->label, v->key, e->config, sizes[i],
                                    ht_decision_source_name((ht_decision_source)e->source), e->pred_total_s,
-                                   e->calls, e->kernel_s, e->h2d_s, e->d2h_s, e->when};
+                                   e->calls, e->kernel_s, e->h2d_s, e->d2h_s, e->when, e->censored};
   }
   if (!st) st = ht_store_put_dispatch_log(c->st, recs, c->n_log);
   if (!st) c->n_log = 0;
@@ -166,9 +169,9 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   htd_variant *v = &c->v[vi];
   double total = t->kernel_s + t->h2d_s + t->d2h_s;
   const char *config = d ? d->config : htd_config_for(c, vi, rep);
-  log_call(c, vi, sizes, d, config, t);
+  log_call(c, vi, sizes, d, config, t, 0);
   htd_point *before = htd_history_find(&v->hist, key);
-  int was_measured = before && !before->from_store;
+  int was_measured = before && !before->from_store && !before->censored;
   double expected = was_measured ? before->median : d && d->variant == vi ? d->pred_total_s : NAN;
   htd_point *p = before;
   if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */
@@ -199,6 +202,43 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
     htd_cache_drop(&c->cache, key);
 }
 
+/* ---- censored times: lower bounds ---- */
+
+/* Raises the bucket's estimate to at least bound; a bucket without times gets the bound as one. */
+static void raise_bound(ht_computation *c, htd_variant *v, uint64_t key, const int64_t *rep, double bound) {
+  htd_point *p = htd_history_find(&v->hist, key);
+  if (p) {
+    htd_point_raise(p, bound);
+  } else if ((p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, bound, c->window, 0))) {
+    p->censored = 1;
+  }
+}
+
+void htd_feedback_censored(ht_computation *c, int vi, const int64_t *sizes, const ht_run_times *t) {
+  int64_t rep[HTD_MAX_SIZES];
+  uint64_t key = htd_bucket(c, sizes, rep);
+  double bound = t->kernel_s + t->h2d_s + t->d2h_s;
+  if (!(bound > 0) || !isfinite(bound)) return;
+  log_call(c, vi, sizes, NULL, htd_config_for(c, vi, rep), t, 1);
+  raise_bound(c, &c->v[vi], key, rep, bound);
+  htd_cache_drop(&c->cache, key); /* decided on a time that is now known too low */
+}
+
+ht_status ht_computation_record(ht_computation *c, int variant, const int64_t *sizes, const ht_run_times *t,
+                                int censored) {
+  if (!c || !sizes || !t) return ht_error(HT_ERR_INVALID, "ht_computation_record: bad arguments");
+  if (!c->finished) return ht_error(HT_ERR_INVALID, "%s: call ht_computation_finish before recording", c->name);
+  if (variant < 0 || variant >= c->n_variants)
+    return ht_error(HT_ERR_INVALID, "%s: no variant %d (it has %d)", c->name, variant, c->n_variants);
+  double total = t->kernel_s + t->h2d_s + t->d2h_s;
+  if (!(total > 0) || !isfinite(total) || t->kernel_s < 0 || t->h2d_s < 0 || t->d2h_s < 0)
+    return ht_error(HT_ERR_INVALID, "%s: variant %d: time %g s (kernel %g, in %g, out %g) is not a positive number",
+                    c->name, variant, total, t->kernel_s, t->h2d_s, t->d2h_s);
+  if (censored) htd_feedback_censored(c, variant, sizes, t);
+  else htd_feedback(c, variant, sizes, NULL, t);
+  return HT_OK;
+}
+
 /* ---- history from the store ---- */
 
 typedef struct load_ctx {
@@ -215,7 +255,9 @@ static int from_log(const ht_dispatch_record *r, void *ctx) {
     int64_t sizes[HTD_MAX_SIZES], rep[HTD_MAX_SIZES];
     if (ht_features_parse_problem(c->spec0, r->sizes, sizes, "dispatch log")) return 0; /* another shape */
     uint64_t key = htd_bucket(c, sizes, rep);
-    htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, r->kernel_s + r->h2d_s + r->d2h_s, c->window, 0);
+    double t = r->kernel_s + r->h2d_s + r->d2h_s;
+    if (r->censored) raise_bound(c, v, key, rep, t);
+    else htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, t, c->window, 0);
   }
   return 0;
 }

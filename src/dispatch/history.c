@@ -61,11 +61,21 @@ void htd_point_add(htd_point *p, double seconds, int window) {
   }
 }
 
+void htd_point_raise(htd_point *p, double bound) {
+  for (int i = 0; i < p->n; i++)
+    if (p->samples[i] < bound) p->samples[i] = bound;
+  point_update_median(p);
+  p->stale = 0;
+}
+
 htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const int64_t *rep, double seconds, int window,
                            int from_store) {
   if (!(seconds > 0) || !isfinite(seconds)) return NULL;
   htd_point *p = htd_history_find(h, bucket);
-  if (p && p->from_store && !from_store) p->n = p->next = 0; /* calls measured here replace tuning runs */
+  if (p && (p->from_store || p->censored) && !from_store) { /* calls measured here replace tuning runs */
+    p->n = p->next = 0;                                       /* and bounds */
+    p->censored = 0;
+  }
   if (p && !p->from_store && from_store) return p;         /* ...and are not replaced by them */
   if (!p && !(p = point_insert(h, work, bucket))) return NULL;
   memcpy(p->rep, rep, sizeof p->rep);

@@ -211,6 +211,16 @@ static ht_status bind_sizes(ht_variant *v, const int64_t *sizes) {
   return HT_OK;
 }
 
+ht_status ht_variant_prepare(ht_variant *v, const int64_t *sizes) {
+  if (!v) return ht_error(HT_ERR_INVALID, "ht_variant_prepare: no variant");
+  acquire(v->ex);
+  ht_program *prog;
+  ht_status st = bind_sizes(v, sizes);
+  if (!st) st = program_for(v, &prog);
+  release(v->ex);
+  return st;
+}
+
 /* Device buffer i holds at least bytes (grown, contents dropped, when the sizes grew). */
 static ht_status reserve(ht_variant *v, int i, size_t bytes) {
   ht_device *dev = v->ex->dev;

@@ -1,5 +1,6 @@
 /* The dispatch log: every call a computation ran, written in batches. */
 #include <math.h>
+#include <stdio.h>
 
 #include "store/store_internal.h"
 
@@ -18,6 +19,7 @@ static ht_status put_one(ht_store *st, sqlite3_stmt *s, const ht_dispatch_record
   sqlite3_bind_double(s, 10, r->h2d_s);
   sqlite3_bind_double(s, 11, r->d2h_s);
   sqlite3_bind_double(s, 12, r->timestamp);
+  sqlite3_bind_int(s, 13, r->censored != 0);
   int rc = sqlite3_step(s);
   return rc == SQLITE_DONE ? HT_OK : hts_fail(st, rc, "log a dispatched call");
 }
@@ -39,7 +41,7 @@ ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs
   sqlite3_stmt *s;
   if ((r = hts_prepare(st,
                        "INSERT INTO dispatch_log (computation, variant, variant_key, config, sizes, source, predicted_s,"
-                       " calls, kernel_s, h2d_s, d2h_s, timestamp) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                       " calls, kernel_s, h2d_s, d2h_s, timestamp, censored) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        &s)))
     return r;
   r = hts_exec(st, "BEGIN IMMEDIATE", "log dispatched calls");
@@ -50,16 +52,26 @@ ht_status ht_store_put_dispatch_log(ht_store *st, const ht_dispatch_record *recs
   return r;
 }
 
+static int has_censored(ht_store *st) {
+  sqlite3_stmt *s = NULL;
+  int ok = sqlite3_prepare_v2(st->db, "SELECT censored FROM dispatch_log LIMIT 0", -1, &s, NULL) == SQLITE_OK;
+  sqlite3_finalize(s);
+  return ok;
+}
+
 ht_status ht_store_each_dispatch_log(ht_store *st, const char *computation, int64_t newest, ht_dispatch_visit_fn fn,
                                      void *ctx) {
   if (!computation || !fn) return ht_error(HT_ERR_INVALID, "read the dispatch log: no computation or visitor");
   if (!hts_has_table(st, "dispatch_log")) return HT_OK;
   sqlite3_stmt *s;
-  ht_status r = hts_prepare(st,
-                            "SELECT * FROM (SELECT computation, variant, variant_key, config, sizes, source, predicted_s,"
-                            " calls, kernel_s, h2d_s, d2h_s, timestamp, id FROM dispatch_log WHERE computation = ?"
-                            " ORDER BY id DESC LIMIT ?) ORDER BY id",
-                            &s);
+  char sql[400];
+  /* A database of schema 5 opened for reading (not migrated) has no censored column. */
+  snprintf(sql, sizeof sql,
+           "SELECT * FROM (SELECT computation, variant, variant_key, config, sizes, source, predicted_s,"
+           " calls, kernel_s, h2d_s, d2h_s, timestamp, id, %s FROM dispatch_log WHERE computation = ?"
+           " ORDER BY id DESC LIMIT ?) ORDER BY id",
+           has_censored(st) ? "censored" : "0");
+  ht_status r = hts_prepare(st, sql, &s);
   if (r) return r;
   hts_bind_text(s, 1, computation);
   sqlite3_bind_int64(s, 2, newest > 0 ? newest : -1);
@@ -68,7 +80,8 @@ ht_status ht_store_each_dispatch_log(ht_store *st, const char *computation, int6
     ht_dispatch_record rec = {hts_col_text(s, 0),     hts_col_text(s, 1),     hts_col_text(s, 2),
                               hts_col_text(s, 3),     hts_col_text(s, 4),     hts_col_text(s, 5),
                               hts_col_double(s, 6),   sqlite3_column_int64(s, 7), hts_col_double(s, 8),
-                              hts_col_double(s, 9),   hts_col_double(s, 10),  hts_col_double(s, 11)};
+                              hts_col_double(s, 9),   hts_col_double(s, 10),  hts_col_double(s, 11),
+                              sqlite3_column_int(s, 13)};
     if (fn(&rec, ctx)) break;
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) r = hts_fail(st, rc, "read the dispatch log");

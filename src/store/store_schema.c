@@ -69,6 +69,9 @@ static const char *const migrations[] = {
     " config TEXT NOT NULL, sizes TEXT NOT NULL, source TEXT NOT NULL, predicted_s REAL, calls INTEGER NOT NULL,"
     " kernel_s REAL NOT NULL, h2d_s REAL NOT NULL, d2h_s REAL NOT NULL, timestamp REAL NOT NULL);"
     "CREATE INDEX dispatch_log_computation ON dispatch_log (computation, id);",
+    /* 6: a race's losers: their time is a lower bound (stopped when the winner finished), not a
+     * measurement; rows from before read as measurements. */
+    "ALTER TABLE dispatch_log ADD COLUMN censored INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* The tables each schema version has, in the version that added them: a file missing one is
