@@ -5,7 +5,7 @@ usage: run_doc_blocks.py SOURCE_DIR BUILD_DIR [FILE.md ...]
 
 Fenced blocks by language (the convention is in docs/architecture.md, "Conventions"):
   ```sh   run with bash -e in a scratch folder per markdown file, the build's hetune first on PATH,
-          the repository's examples/, data/, tests/, bench/ and scripts/ linked into it;
+          the repository's examples/, data/, tests/, bench/, scripts/ and docs/ linked into it;
   ```c    a block with main() is compiled against the build's library and run there; any other
           block is a fragment: its #include lines go to file scope, the rest into a function body,
           and it is compiled (and run, wrapped in main(), when marked `c-run`);
@@ -32,7 +32,7 @@ import time
 
 MARK = re.compile(r'^\s*<!--\s*doc-test:\s*(.*?)\s*-->\s*$')
 FENCE = re.compile(r'^```\s*([A-Za-z0-9_+-]*)\s*$')
-LINKED = ('examples', 'data', 'tests', 'bench', 'scripts')
+LINKED = ('examples', 'data', 'tests', 'bench', 'scripts', 'docs')
 C_HEADERS = ('#include <hetune/hetune.h>\n#include <math.h>\n#include <stdint.h>\n'
              '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n')
 BLOCK_TIMEOUT = 240
