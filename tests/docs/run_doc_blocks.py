@@ -219,21 +219,25 @@ def main():
     if not os.access(hetune, os.X_OK):
         sys.exit('%s: no hetune command there; build first' % build)
     root = os.path.join(build, 'doc-test')
-    shutil.rmtree(os.path.join(root, 'scratch'), ignore_errors=True)
-    os.makedirs(os.path.join(root, 'scratch'))
-    ctx = {'source': source, 'libdir': build, 'scratch': os.path.join(root, 'scratch'),
+    os.makedirs(root, exist_ok=True)
+    run_dir = tempfile.mkdtemp(prefix='run-', dir=root)  # kept when a block fails, to look into
+    ctx = {'source': source, 'libdir': build, 'scratch': run_dir,
            'counts': {'sh': 0, 'c': 0, 'prompt': 0}}
     env = dict(os.environ)
     env['PATH'] = build + os.pathsep + env.get('PATH', '')
     env.setdefault('HETUNE_CACHE_DIR', os.path.join(root, 'cache'))
     env.pop('HETUNE_DB', None)
     failures = []
-    with open(os.path.join(root, 'log.txt'), 'w') as log:
+    with open(os.path.join(run_dir, 'log.txt'), 'w') as log:
         for rel in files:
             failures += run_file(ctx, rel, env, log)
     print('%d sh, %d c, %d prompt blocks run' % tuple(ctx['counts'][k] for k in ('sh', 'c', 'prompt')))
     for f in failures:
         print('FAIL ' + f)
+    if failures:
+        print('what the blocks printed: %s' % os.path.join(run_dir, 'log.txt'))
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
     sys.exit(1 if failures else 0)
 
 
