@@ -2,6 +2,7 @@
 """Runs the code blocks of README.md and docs/*.md, so the manual's examples keep working.
 
 usage: run_doc_blocks.py SOURCE_DIR BUILD_DIR [FILE.md ...]
+(C blocks get $HT_DOC_CFLAGS too: the sanitizer build's flags.)
 
 Fenced blocks by language (the convention is in docs/architecture.md, "Conventions"):
   ```sh   run with bash -e in a scratch folder per markdown file, the build's hetune first on PATH,
@@ -153,7 +154,7 @@ def run_c(b, ctx, work, env, log):
         f.write(c_source(b))
     cc = [env.get('CC', 'cc'), '-std=gnu11', '-Wall', '-Werror=implicit-function-declaration',
           '-Werror=incompatible-pointer-types', '-Werror=int-conversion', '-Wno-unused',
-          '-I' + os.path.join(ctx['source'], 'include'), '-I' + work]
+          '-I' + os.path.join(ctx['source'], 'include'), '-I' + work] + env.get('HT_DOC_CFLAGS', '').split()
     runs = re.search(r'\bmain\s*\(', b.text) or b.mark('c-run') is not None
     if not runs:
         return run(cc + ['-c', src, '-o', src + '.o'], work, env, log)
