@@ -10,7 +10,7 @@
 static const char *help =
   "usage: hetune ptx FILE.cu|FILE.ptx [options]\n"
   "\n"
-  "Prints, per kernel, the PTX instruction classes of Equation (1) of reference 003 (static and\n"
+  "Prints, per kernel, the PTX instruction classes of Equation (1) of [003] (docs/bibliography.md; static and\n"
   "executed per thread), the data-dependency degree dpc, the arithmetic intensity alpha, and the\n"
   "registers and shared memory ptxas reports (.cu files only: compiled with nvcc, cached).\n"
   "\n"

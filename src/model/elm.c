@@ -220,7 +220,7 @@ static ht_status elm_load(void **state, const char *data, size_t len) {
 
 const ht_model_ops ht_model_elm = {
   .name = "elm",
-  .summary = "extreme learning machine: random hidden layer, output weights by ridge least squares (ref. 003)",
+  .summary = "extreme learning machine: random hidden layer, output weights by ridge least squares ([003], docs/bibliography.md)",
   .default_target = "rate",
   .fit = elm_fit,
   .predict = elm_predict,

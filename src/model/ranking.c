@@ -285,7 +285,7 @@ static ht_status ranking_load(void **state, const char *data, size_t len) {
 
 const ht_model_ops ht_model_ranking = {
   .name = "ranking",
-  .summary = "reference 001's ranking tables: per version, lines in a sequential parameter at each grid size, interpolated",
+  .summary = "the ranking tables of [001] (docs/bibliography.md): per version, lines in a sequential parameter at each grid size, interpolated",
   .default_target = "rate",
   .fit = ranking_fit,
   .predict = ranking_predict,

@@ -10,7 +10,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
-[ -s "$work/prefix/share/man/man1/hetune.1" ] || { echo "no manual page installed"; exit 1; }
+for page in hetune hetune-tune hetune-model; do
+  [ -s "$work/prefix/share/man/man1/$page.1" ] || { echo "manual page $page.1 not installed"; exit 1; }
+done
 cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
 cmake --build "$work/cmake" > /dev/null
 LD_LIBRARY_PATH="$work/prefix/lib" "$work/cmake/app_shared"

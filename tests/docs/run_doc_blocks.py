@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Runs the code blocks of README.md and docs/*.md, so the manual's examples keep working.
+
+usage: run_doc_blocks.py SOURCE_DIR BUILD_DIR [FILE.md ...]
+(C blocks get $HT_DOC_CFLAGS too: the sanitizer build's flags.)
+
+Fenced blocks by language (the convention is in docs/architecture.md, "Conventions"):
+  ```sh   run with bash -e in a scratch folder per markdown file, the build's hetune first on PATH,
+          the repository's examples/, data/, tests/, bench/, scripts/ and docs/ linked into it;
+  ```c    a block with main() is compiled against the build's library and run there; any other
+          block is a fragment: its #include lines go to file scope, the rest into a function body,
+          and it is compiled (and run, wrapped in main(), when marked `c-run`);
+  other languages and unlabelled blocks are not run (unlabelled ones marked `run` run their
+          `$ ` lines).
+An HTML comment on the line right before the fence changes this:
+  <!-- doc-test: skip (REASON) -->      not run; a reason is required
+  <!-- doc-test: env NAME=VALUE ... --> variables for this block
+  <!-- doc-test: c-file -->             a C translation unit without main(): compiled only (a block
+                                        that defines a function is one without the marker)
+  <!-- doc-test: c-decl DECLARATIONS --> file-scope declarations a C fragment needs
+  <!-- doc-test: c-run -->              a C fragment run as the body of main()
+  <!-- doc-test: run -->                an unlabelled block whose `$ ` lines are run as sh
+Exits 0 when every block passed, 1 otherwise, naming each failure as FILE:LINE.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+MARK = re.compile(r'^\s*<!--\s*doc-test:\s*(.*?)\s*-->\s*$')
+FENCE = re.compile(r'^```\s*([A-Za-z0-9_+-]*)\s*$')
+LINKED = ('examples', 'data', 'tests', 'bench', 'scripts', 'docs')
+C_HEADERS = ('#include <hetune/hetune.h>\n#include <math.h>\n#include <stdint.h>\n'
+             '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n')
+BLOCK_TIMEOUT = 240
+
+
+class Block:
+    def __init__(self, path, line, lang, text, marks):
+        self.path, self.line, self.lang, self.text, self.marks = path, line, lang, text, marks
+
+    def where(self):
+        return '%s:%d' % (self.path, self.line)
+
+    def mark(self, name):
+        """The argument of marker NAME, '' when present without one, None when absent."""
+        for m in self.marks:
+            if m == name or m.startswith(name + ' '):
+                return m[len(name):].strip()
+        return None
+
+
+def parse(path, rel):
+    """Every fenced block of a markdown file with the doc-test markers right before it."""
+    lines = open(path, encoding='utf-8').read().split('\n')
+    blocks, i = [], 0
+    while i < len(lines):
+        f = FENCE.match(lines[i])
+        if not f:
+            i += 1
+            continue
+        marks, k = [], i - 1
+        while k >= 0 and MARK.match(lines[k]):
+            marks.insert(0, MARK.match(lines[k]).group(1))
+            k -= 1
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith('```'):
+            j += 1
+        if j == len(lines):
+            raise SystemExit('%s:%d: code block never closed' % (rel, i + 1))
+        blocks.append(Block(rel, i + 1, f.group(1), '\n'.join(lines[i + 1:j]) + '\n', marks))
+        i = j + 1
+    return blocks
+
+
+def check_marks(b):
+    """A marker that is unknown, or a skip without its reason, is an error of the manual."""
+    known = ('skip', 'env', 'c-file', 'c-decl', 'c-run', 'run')
+    for m in b.marks:
+        name = m.split(' ', 1)[0]
+        if name not in known:
+            return 'unknown doc-test marker "%s" (known: %s)' % (name, ', '.join(known))
+    skip = b.mark('skip')
+    if skip is not None and not re.match(r'^\(.+\)$', skip):
+        return 'doc-test: skip needs a reason in parentheses'
+    return None
+
+
+def prompt_commands(text):
+    """The `$ ` lines of an unlabelled block, with their `\\` continuation lines."""
+    out, cont = [], False
+    for line in text.split('\n'):
+        if cont:
+            out.append(line)
+        elif line.startswith('$ '):
+            out.append(line[2:])
+        else:
+            continue
+        cont = line.rstrip().endswith('\\')
+    return '\n'.join(out) + '\n'
+
+
+def block_env(b, env):
+    e = dict(env)
+    for kv in (b.mark('env') or '').split():
+        name, _, value = kv.partition('=')
+        e[name] = value
+    return e
+
+
+def run(cmd, cwd, env, log):
+    """Runs cmd; returns None when it succeeded, else what it printed."""
+    try:
+        p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=BLOCK_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        return 'timed out after %d s\n%s' % (BLOCK_TIMEOUT, (e.output or b'').decode(errors='replace'))
+    out = p.stdout.decode(errors='replace')
+    log.write(out)
+    return None if p.returncode == 0 else 'exit status %d\n%s' % (p.returncode, out)
+
+
+def run_sh(b, text, work, env, log):
+    script = os.path.join(work, 'block_%d.sh' % b.line)
+    with open(script, 'w') as f:
+        f.write("set -e -o pipefail\nPS4='+ [${SECONDS} s] '\nset -x\n" + text)
+    return run(['bash', script], work, block_env(b, env), log)
+
+
+FUNCTION_DEF = re.compile(r'^(?!(?:else|do)\b)[A-Za-z_][\w \t*]*\b(?!(?:if|for|while|switch)\b)\w+\s*\([^;]*\)\s*\{\s*$',
+                          re.M)
+
+
+def c_source(b):
+    """The C file a block makes: itself when it has main() or defines functions, else the fragment
+    wrapped in a function."""
+    if re.search(r'\bmain\s*\(', b.text) or b.mark('c-file') is not None or FUNCTION_DEF.search(b.text):
+        return C_HEADERS + b.text
+    head = [ln for ln in b.text.split('\n') if ln.startswith('#')]
+    body = [ln for ln in b.text.split('\n') if not ln.startswith('#')]
+    decl = b.mark('c-decl') or ''
+    fn = 'int main(void)' if b.mark('c-run') is not None else 'int doc_fragment(void)'
+    return (C_HEADERS + '\n'.join(head) + '\n' + decl + '\n' + fn + ' {\n' + '\n'.join(body) +
+            '\n  return 0;\n}\n')
+
+
+def run_c(b, ctx, work, env, log):
+    src = os.path.join(work, 'block_%d.c' % b.line)
+    with open(src, 'w') as f:
+        f.write(c_source(b))
+    cc = [env.get('CC', 'cc'), '-std=gnu11', '-Wall', '-Werror=implicit-function-declaration',
+          '-Werror=incompatible-pointer-types', '-Werror=int-conversion', '-Wno-unused',
+          '-I' + os.path.join(ctx['source'], 'include'), '-I' + work] + env.get('HT_DOC_CFLAGS', '').split()
+    runs = re.search(r'\bmain\s*\(', b.text) or b.mark('c-run') is not None
+    if not runs:
+        return run(cc + ['-c', src, '-o', src + '.o'], work, env, log)
+    exe = src[:-2]
+    err = run(cc + [src, '-o', exe, '-L' + ctx['libdir'], '-Wl,-rpath,' + ctx['libdir'], '-lhetune',
+                    '-lm'], work, env, log)
+    return err or run([exe], work, block_env(b, env), log)
+
+
+def what_to_do(b):
+    """'sh', 'c' or None (not run), from the language and the markers."""
+    if b.mark('skip') is not None:
+        return None
+    if b.lang == 'sh':
+        return 'sh'
+    if b.lang == 'c':
+        return 'c'
+    if b.lang == '' and b.mark('run') is not None:
+        return 'prompt'
+    return None
+
+
+def scratch(ctx, name):
+    work = tempfile.mkdtemp(prefix='doc-' + re.sub(r'\W', '_', name) + '-', dir=ctx['scratch'])
+    for d in LINKED:
+        os.symlink(os.path.join(ctx['source'], d), os.path.join(work, d))
+    return work
+
+
+def run_file(ctx, rel, env, log):
+    """Runs one markdown file's blocks in order in one scratch folder; returns the failures."""
+    failures, work = [], None
+    for b in parse(os.path.join(ctx['source'], rel), rel):
+        bad = check_marks(b)
+        if bad:
+            failures.append('%s: %s' % (b.where(), bad))
+            continue
+        kind = what_to_do(b)
+        if kind is None:
+            continue
+        work = work or scratch(ctx, rel)
+        t0 = time.monotonic()
+        log.write('\n==== %s (%s)\n' % (b.where(), kind))
+        if kind == 'c':
+            err = run_c(b, ctx, work, env, log)
+        else:
+            err = run_sh(b, b.text if kind == 'sh' else prompt_commands(b.text), work, env, log)
+        ctx['counts'][kind] += 1
+        print('%-32s %-6s %6.1f s  %s' % (b.where(), kind, time.monotonic() - t0,
+                                          'ok' if err is None else 'FAILED'), flush=True)
+        if err is not None:
+            failures.append('%s: %s block failed: %s' % (b.where(), kind, err[-3000:]))
+    return failures
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    source, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    files = sys.argv[3:] or (['README.md'] + sorted(os.path.relpath(p, source) for p in
+                                                    glob.glob(os.path.join(source, 'docs', '*.md'))))
+    hetune = os.path.join(build, 'hetune')
+    if not os.access(hetune, os.X_OK):
+        sys.exit('%s: no hetune command there; build first' % build)
+    root = os.path.join(build, 'doc-test')
+    os.makedirs(root, exist_ok=True)
+    run_dir = tempfile.mkdtemp(prefix='run-', dir=root)  # kept when a block fails, to look into
+    ctx = {'source': source, 'libdir': build, 'scratch': run_dir,
+           'counts': {'sh': 0, 'c': 0, 'prompt': 0}}
+    env = dict(os.environ)
+    env['PATH'] = build + os.pathsep + env.get('PATH', '')
+    env.setdefault('HETUNE_CACHE_DIR', os.path.join(root, 'cache'))
+    env.pop('HETUNE_DB', None)
+    failures = []
+    with open(os.path.join(run_dir, 'log.txt'), 'w') as log:
+        for rel in files:
+            failures += run_file(ctx, rel, env, log)
+    print('%d sh, %d c, %d prompt blocks run' % tuple(ctx['counts'][k] for k in ('sh', 'c', 'prompt')))
+    for f in failures:
+        print('FAIL ' + f)
+    if failures:
+        print('what the blocks printed: %s' % os.path.join(run_dir, 'log.txt'))
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == '__main__':
+    main()
