@@ -290,6 +290,32 @@ static void test_example_files_load(void **state) {
   }
 }
 
+/* Power figures from the file: with the energy rule, the device doing the fewest rows per watt
+ * (the 300 W GPU) is dropped; by time alone it takes the largest chunk. */
+static void test_energy_rule(void **state) {
+  (void)state;
+  char *path = options_file("energy", "sim:0,sim:1,sim:2",
+                            ", \"power_w\": {\"sim:0\": 95, \"sim:1\": 300, \"sim:2\": 120}");
+  ht_coexec *x = load(path);
+  int64_t n = 400000;
+  double alone[3];
+  calibrate(x, n, alone);
+  calibrate(x, n / 2, alone);
+  ht_coexec_report r;
+  assert_int_equal(ht_coexec_plan(x, &n, &r), HT_OK);
+  assert_int_not_equal(r.pu[1].variant, -1);
+  assert_true(r.pu[1].rows > r.pu[0].rows && r.pu[1].rows > r.pu[2].rows);
+  assert_true(isfinite(r.plan.energy_j));
+  assert_int_equal(ht_coexec_set_options(x, "energy=0.6"), HT_OK);
+  assert_int_equal(ht_coexec_plan(x, &n, &r), HT_OK);
+  assert_int_equal(r.pu[1].variant, -1);
+  assert_true(r.plan.eliminated_at[1] > 0);
+  assert_true(r.pu[0].rows + r.pu[2].rows == n);
+  assert_int_not_equal(ht_coexec_set_power(x, "sim:1", -5), HT_OK);
+  ht_coexec_destroy(x);
+  free(path);
+}
+
 static int cli(const char *args, char *out, size_t len) {
   char *cmd = ht_strfmt("%s %s 2>&1", HT_CLI, args);
   FILE *p = popen(cmd, "r");
@@ -345,6 +371,7 @@ int main(void) {
       cmocka_unit_test(test_plan_balances_simulated_devices),
       cmocka_unit_test(test_failed_device_rerun),
       cmocka_unit_test(test_plan_cache),
+      cmocka_unit_test(test_energy_rule),
       cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_cli),
   };
