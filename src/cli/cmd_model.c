@@ -186,7 +186,7 @@ static int model_train(int argc, char **argv) {
   if (!rc && cli_opt(&a, "seed")) rc = cli_integer("model train", "--seed", cli_opt(&a, "seed"), 0, &seed);
   if (rc) return rc;
   const char *kind = cli_opt(&a, "kind") ? cli_opt(&a, "kind") : "gbt";
-  if (!ht_model_kind_find(kind) && strcmp(kind, "auto") != 0) return cli_usage_error("model train", "unknown model kind '%s'", kind);
+  if (ht_model_kind_check(kind)) return cli_usage_error("model train", "%s", ht_last_error());
   ht_spec *spec;
   ht_feature_set *fs;
   ht_dataset *d;

@@ -148,7 +148,9 @@ static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
   const char *v;
   long long n;
   int rc = CLI_OK;
-  if ((v = cli_opt(a, "strategy")) && !ht_strategy_find(v)) {
+  if ((v = cli_opt(a, "strategy")) && ht_strategy_check(v) == HT_ERR_UNSUPPORTED) {
+    rc = cli_usage_error("tune", "--strategy %s: %s", v, ht_last_error());
+  } else if (v && !ht_strategy_find(v)) {
     ht_buf names = {0};
     for (int i = 0; i < ht_strategy_count(); i++)
       ht_buf_appendf(&names, "%s%s", i ? ", " : "", ht_strategy_at(i)->name);

@@ -142,6 +142,11 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
   char *save = NULL;
   for (char *k = strtok_r(list, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
     if (!ht_model_kind_find(k)) {
+      st = ht_model_kind_check(k);
+      if (st == HT_ERR_UNSUPPORTED) { /* left out of this build: the others compete */
+        ht_log(1, "model auto: skipped %s: %s", k, ht_last_error());
+        continue;
+      }
       folds_free(&f);
       return ht_error(HT_ERR_NOTFOUND, "model auto: unknown candidate '%s'", k);
     }
