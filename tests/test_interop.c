@@ -1,0 +1,139 @@
+/* Interop with other tools: the StarPU perfmodel export (its file structure, footprints StarPU
+ * computes, and StarPU's own starpu_perfmodel_display reading it where starpu-tools is installed)
+ * and tuning a T1 file. */
+#define _GNU_SOURCE /* nftw */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "cli_test_util.h"
+
+static char dir[512], db[600];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "%s/interop-XXXXXX", HT_BINARY_DIR);
+  if (!mkdtemp(dir)) return -1;
+  snprintf(db, sizeof db, "%s/tuned.db", dir);
+  return chdir(HT_SOURCE_DIR);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  rm_tree(dir);
+  return 0;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  static char text[65536];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  return text;
+}
+
+/* Tunes vadd_c at two sizes with a small budget, once per test run. */
+static void tune_vadd(void) {
+  static int done;
+  if (done) return;
+  run_out r;
+  run(&r, "tune", "examples/vadd/vadd_c.json", "--size", "N=4096", "--budget", "3", "--quiet", "--db", db);
+  if (r.rc) fail_msg("%s: %s", r.cmd, r.err);
+  run(&r, "tune", "examples/vadd/vadd_c.json", "--size", "N=8192", "--budget", "3", "--quiet", "--db", db);
+  if (r.rc) fail_msg("%s: %s", r.cmd, r.err);
+  done = 1;
+}
+
+/* The file as StarPU 1.3 writes a history model: version 45, one CPU device, and an entry per
+ * size whose footprint is StarPU's for a size_base of that size (values from StarPU's own
+ * starpu_hash_crc32c_be_n: 4096 -> cabfb472, 8192 -> 8ba307a5). */
+static void test_starpu_perfmodel_file(void **state) {
+  (void)state;
+  tune_vadd();
+  char path[700];
+  snprintf(path, sizeof path, "%s/vadd.model", dir);
+  run_out r;
+  run(&r, "export", "--format", "starpu-perfmodel", "--kernel", "vadd_c", "--device", "c:0", "--db", db, "--output", path);
+  if (r.rc) fail_msg("%s: %s", r.cmd, r.err);
+  const char *t = slurp(path);
+  assert_non_null(t);
+  assert_non_null(strstr(t, "# Performance Model Version\n45\n"));
+  assert_non_null(strstr(t, "# device type (CPU - 0, CUDA - 1, OPENCL - 2, MIC - 3, MPI_MS - 5)\n0\n"));
+  assert_non_null(strstr(t, "# number of entries\n2\n"));
+  const char *e1 = strstr(t, "\ncabfb472\t4096 "), *e2 = strstr(t, "\n8ba307a5\t8192 ");
+  if (!e1 || !e2 || e2 < e1) fail_msg("entries missing or out of order:\n%s", t);
+  double mean, dev, sum, sum2, flops;
+  unsigned long long size;
+  unsigned fp;
+  int n;
+  assert_int_equal(sscanf(e1 + 1, "%x %llu %le %le %le %le %le %d", &fp, &size, &flops, &mean, &dev, &sum, &sum2, &n), 8);
+  assert_true(n >= 1 && mean > 0 && dev >= 0);
+  assert_true(fabs(sum / n - mean) <= 1e-5 * mean); /* printed with 7 digits */
+  /* Errors: a device StarPU has no architecture for, several kernels, nothing stored. */
+  run(&r, "export", "--format", "starpu-perfmodel", "--db", db, "--kernel", "nosuch");
+  expect_error(&r, 1, "no successful evaluations", "none match the filter");
+  run(&r, "export", "--format", "starpu-perfmodl", "--db", db);
+  expect_error(&r, 2, "--format must be csv, t4, kt-cache or starpu-perfmodel");
+}
+
+static int have_tool(const char *name) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "command -v %s > /dev/null 2>&1", name);
+  return system(cmd) == 0;
+}
+
+/* StarPU reads the file: starpu_perfmodel_display, with the model put where StarPU looks for it
+ * (STARPU_PERF_MODEL_DIR/codelets/45/SYMBOL.HOSTNAME), shows the sizes and means hetune wrote. */
+static void test_starpu_reads_it(void **state) {
+  (void)state;
+  if (!have_tool("starpu_perfmodel_display")) {
+    print_message("starpu_perfmodel_display not found (Debian: starpu-tools): skipped\n");
+    skip();
+  }
+  tune_vadd();
+  char top[700], models[750], path[800], cmd[2048];
+  snprintf(top, sizeof top, "%s/starpu", dir);
+  snprintf(models, sizeof models, "%s/codelets/45", top);
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", models);
+  assert_int_equal(system(cmd), 0);
+  snprintf(path, sizeof path, "%s/hetune_vadd.testhost", models);
+  run_out r;
+  run(&r, "export", "--format", "starpu-perfmodel", "--kernel", "vadd_c", "--device", "c:0", "--db", db, "--output", path);
+  if (r.rc) fail_msg("%s: %s", r.cmd, r.err);
+  char *argv[] = {"/bin/sh", "-c",
+                  "STARPU_PERF_MODEL_DIR=\"$0\" STARPU_HOSTNAME=testhost STARPU_SILENT=1 "
+                  "starpu_perfmodel_display -s hetune_vadd",
+                  top, NULL};
+  run_argv(&r, NULL, argv);
+  if (r.rc) fail_msg("starpu_perfmodel_display failed (%d): %s%s", r.rc, r.out, r.err);
+  /* Each of our entries, as StarPU prints it: hash, size, flops, mean (us), stddev (us), n. */
+  const char *t = slurp(path);
+  for (const char *line = strstr(t, "# hash"); line && (line = strchr(line, '\n')) && line[1] != '\n';) {
+    line++;
+    unsigned fp;
+    unsigned long long size;
+    double flops, mean;
+    assert_int_equal(sscanf(line, "%x %llu %le %le", &fp, &size, &flops, &mean), 4);
+    char hash[16], m[32];
+    snprintf(hash, sizeof hash, "%08x", fp);
+    snprintf(m, sizeof m, "%e", mean);
+    const char *shown = strstr(r.out, hash);
+    if (!shown || !strstr(shown, m)) fail_msg("StarPU does not show entry %s (mean %s):\n%s", hash, m, r.out);
+  }
+  assert_non_null(strstr(r.out, "\t4096 "));
+  assert_non_null(strstr(r.out, "\t8192 "));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_starpu_perfmodel_file),
+      cmocka_unit_test(test_starpu_reads_it),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
