@@ -130,10 +130,88 @@ static void test_starpu_reads_it(void **state) {
   assert_non_null(strstr(r.out, "\t8192 "));
 }
 
+/* ---- T1 files ---- */
+
+/* Tuning a T1 file: the kernel it names, on a device of its language, stored under its
+ * KernelName with its parameters; --size overrides its ProblemSize. */
+static void test_t1_tune(void **state) {
+  (void)state;
+  char t1db[700];
+  snprintf(t1db, sizeof t1db, "%s/t1.db", dir);
+  run_out r;
+  run(&r, "tune", "tests/data/t1/vadd_t1.json", "--budget", "3", "--quiet", "--db", t1db);
+  if (r.rc) fail_msg("%s: %s", r.cmd, r.err);
+  if (!strstr(r.out, "tuned vadd_t1 on opencl:")) fail_msg("not the T1 kernel on OpenCL:\n%s", r.out);
+  run(&r, "tune", "tests/data/t1/vadd_t1.json", "--size", "N=8192", "--budget", "2", "--quiet", "--db", t1db);
+  if (r.rc) fail_msg("%s: %s", r.cmd, r.err);
+  run(&r, "export", "--format", "csv", "--kernel", "vadd_t1", "--ok", "--db", t1db);
+  if (r.rc) fail_msg("%s: %s", r.cmd, r.err);
+  int rows = 0, big = 0;
+  char *save = NULL;
+  strtok_r(r.out, "\n", &save); /* the header */
+  for (char *l = strtok_r(NULL, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    rows++;
+    if (!strstr(l, ",vadd_t1,opencl:") || !strstr(l, "block_size_x=")) fail_msg("row of another kernel: %.200s", l);
+    big += strstr(l, ",N=8192,") != NULL;
+  }
+  assert_int_equal(rows, 5);
+  assert_int_equal(big, 2);
+}
+
+/* Writes tests/data/t1/vadd_t1.json with from replaced by to as DIR/bad.json, next to a copy of
+ * its kernel. */
+static const char *bad_t1(const char *from, const char *to) {
+  static char path[700];
+  char text[8192], cmd[2048];
+  snprintf(cmd, sizeof cmd, "cp tests/data/t1/vadd_t1.cl '%s/'", dir);
+  assert_int_equal(system(cmd), 0);
+  FILE *f = fopen("tests/data/t1/vadd_t1.json", "r");
+  assert_non_null(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  char *at = strstr(text, from);
+  if (!at) fail_msg("'%s' not in vadd_t1.json", from);
+  snprintf(path, sizeof path, "%s/bad.json", dir);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+  fclose(f);
+  return path;
+}
+
+/* What a T1 file holds that hetune cannot map is one error at its line:column. */
+static void test_t1_errors(void **state) {
+  (void)state;
+  char t1db[700];
+  snprintf(t1db, sizeof t1db, "%s/t1-bad.db", dir);
+  static const struct {
+    const char *from, *to, *where, *what;
+  } cases[] = {
+      {"\"Language\"", "\"Shape\": 1, \"Language\"", "bad.json:13:5:", "unknown key \"Shape\" in KernelSpecification"},
+      {"\"vadd_t1.cl\"", "\"missing.cl\"", "bad.json:15:19:", "KernelFile \"missing.cl\": no such file"},
+      {"\"Language\"", "\"SharedMemory\": 1024, \"Language\"", "bad.json:13:5:", "\"SharedMemory\" is not supported"},
+      {"\"OpenCL\"", "\"HIP\"", "bad.json:13:17:", "Language \"HIP\" is not supported"},
+      {"\"Random\", \"FillValue\": 1.0},\n      {\"Name\": \"b\"", "\"Generator\"},\n      {\"Name\": \"b\"",
+       "bad.json:24:20:", "FillType \"Generator\" is not supported"},
+      {"{\"N\": 4096}", "[4096]", "bad.json:17:5:", "\"ProblemSize\" must be an object of named sizes"},
+      {"\"FillValue\": \"N\"", "\"FillValue\": \"N\", \"Output\": true", "bad.json:27:80:",
+       "unknown key \"Output\" in Arguments[3]"},
+      {"block_size_x\"}", "block_size_x * nope\"}", "bad.json:18:5:", "unknown name 'nope'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_out r;
+    run(&r, "tune", bad_t1(cases[i].from, cases[i].to), "--budget", "1", "--db", t1db);
+    expect_error(&r, 1, cases[i].where, cases[i].what);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_starpu_perfmodel_file),
       cmocka_unit_test(test_starpu_reads_it),
+      cmocka_unit_test(test_t1_tune),
+      cmocka_unit_test(test_t1_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

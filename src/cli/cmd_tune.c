@@ -11,7 +11,8 @@
 static const char *help =
   "usage: hetune tune SPEC [options]\n"
   "\n"
-  "Tunes the kernel of SPEC (see docs/spec.md) and stores every evaluation.\n"
+  "Tunes the kernel of SPEC (see docs/spec.md), or of a BAT / Kernel Tuner T1 file (docs/interop.md),\n"
+  "and stores every evaluation.\n"
   "Configs already in the database are reused, not measured again.\n"
   "\n"
   "  --device D        device id: c, opencl, opencl:P:D, cuda, cuda:N (default: by the spec's language)\n"
