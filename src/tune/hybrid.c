@@ -19,7 +19,8 @@
  *
  * Options (defaults): first (model_guided; random in a build without XGBoost, which has no
  * model_guided: bayes then starts from uniform draws, as on its own), then (bayes), switch (8:
- * evaluations asked by the first strategy). Every other option goes to both strategies; n_init defaults to 6 for both.
+ * evaluations asked by the first strategy). Every other option goes to both strategies; n_init
+ * defaults to 6 for both.
  * Deterministic given the seed and the tells (the second strategy gets seed + 0x9e3779b97f4a7c15). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The strategy registry: adding a strategy is one file and one line here. model_guided needs the
- * gbt model kind: a build without XGBoost leaves it out, and ht_strategy_missing says why. */
+ * gbt model kind: a build without XGBoost leaves it out, and ht_strategy_check says why. */
 #include <string.h>
 
 #include "hetune/model.h"
