@@ -2,7 +2,8 @@
 # Installs every Debian 12 package hetune's build, tests, examples and benchmarks need.
 # Idempotent: packages already present are skipped by apt. Run as root (or with sudo).
 # libstarpu-dev (StarPU 1.3, with OpenCL workers) is only for bench/bench_starpu.c, the side-by-side
-# comparison; the build skips that benchmark where StarPU is missing.
+# comparison; the build skips that benchmark where StarPU is missing. starpu-tools
+# (starpu_perfmodel_display) reads the StarPU perfmodel export in test_interop.
 set -eu
 
 PACKAGES="build-essential cmake pkg-config git
@@ -15,7 +16,7 @@ PACKAGES="build-essential cmake pkg-config git
   libxgboost-dev libsvm-dev
   libhwloc-dev
   libclblast1
-  libstarpu-dev
+  libstarpu-dev starpu-tools
   clang libclang-rt-14-dev
   python3 python3-jsonschema python3-venv"
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hetune/model.h"
 #include "hetune/tune.h"
 
 /* A smooth bowl over the value indices with ripples; configs with (i0 + i1) % 7 == 3 fail. */
@@ -209,8 +210,11 @@ static void test_hybrid_handover(void **state) {
     if (ops->init(&st, s, o, 1) == HT_OK) fail_msg("hybrid accepted %s", bad[i]);
     ht_options_destroy(o);
   }
-  /* Options only one part reads are known to the hybrid; malformed ones and typos are not. */
-  const char *part_opts[] = {"spread=0,kappa=1,n_init=4", "spread=abc", "kappa=1,bogus=1"};
+  /* Options only one part reads are known to the hybrid; malformed ones and typos are not. The
+   * first part is model_guided (spread=) where the build has XGBoost, else random. */
+  int mg = ht_model_kind_find("gbt") != NULL;
+  const char *part_opts[] = {mg ? "spread=0,kappa=1,n_init=4" : "kappa=1,n_init=4", mg ? "spread=abc" : "kappa=abc",
+                             "kappa=1,bogus=1"};
   for (int i = 0; i < 3; i++) {
     ht_options *o = NULL;
     void *st = NULL;

@@ -121,6 +121,9 @@ typedef struct ht_model_ops {
 int ht_model_kind_count(void);
 const ht_model_ops *ht_model_kind_at(int i);
 const ht_model_ops *ht_model_kind_find(const char *name);
+/* HT_OK for a kind of this build or "auto"; HT_ERR_UNSUPPORTED naming the library and build option
+ * for a kind this build left out (gbt without XGBoost, svr without libsvm); HT_ERR_NOTFOUND else. */
+ht_status ht_model_kind_check(const char *name);
 
 /* A fitted model with its target transform and routing (one sub-model per decade of work when
  * fitted with route=decade). Options are the wrapper's (target=log|rate|time, route=none|decade,

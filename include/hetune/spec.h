@@ -19,7 +19,9 @@ typedef enum ht_access { HT_ACCESS_READ = 1, HT_ACCESS_WRITE = 2, HT_ACCESS_READ
 
 typedef struct ht_spec ht_spec; /* a loaded or built spec (opaque: read it with the calls below) */
 
-/* Loads and checks a spec. Errors name file:line:column (JSON) or file: field: column (expressions). */
+/* Loads and checks a spec. Errors name file:line:column (JSON) or file: field: column (expressions).
+ * A T1 file (BAT / Kernel Tuner input, a top level with "ConfigurationSpace") is read as the
+ * kernel its KernelSpecification names (docs/interop.md). */
 ht_status ht_spec_load(const char *path, ht_spec **out);
 void ht_spec_destroy(ht_spec *s);
 

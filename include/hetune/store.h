@@ -155,6 +155,10 @@ ht_status ht_store_export_t4(ht_store *st, const ht_eval_filter *f, FILE *out);
  * milliseconds. The filtered evaluations must be of one kernel, device and problem (else an error
  * naming two of them); a config measured more than once keeps its latest result. */
 ht_status ht_store_export_kt_cache(ht_store *st, const ht_eval_filter *f, FILE *out);
+/* A StarPU 1.3 history-based performance model file (docs/interop.md): one entry per problem size,
+ * the samples of its fastest successful config, in microseconds. The filtered evaluations must be
+ * of one kernel and one c, opencl or cuda device (else an error naming two of them, or the device). */
+ht_status ht_store_export_starpu_perfmodel(ht_store *st, const ht_eval_filter *f, FILE *out);
 
 #ifdef __cplusplus
 }

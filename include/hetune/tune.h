@@ -30,6 +30,9 @@ typedef struct ht_strategy_ops {
 int ht_strategy_count(void);
 const ht_strategy_ops *ht_strategy_at(int i);
 const ht_strategy_ops *ht_strategy_find(const char *name);
+/* HT_OK for a strategy of this build; HT_ERR_UNSUPPORTED saying why for one this build left out
+ * (model_guided needs the gbt model kind, so XGBoost); HT_ERR_NOTFOUND for an unknown name. */
+ht_status ht_strategy_check(const char *name);
 
 /* ---- the open tuning session ----
  * A strategy on a space, driven by whoever evaluates the configs: ask hands out up to n configs,

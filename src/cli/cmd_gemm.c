@@ -118,6 +118,8 @@ static int parse_tuning(const cli_args *a, gemm_cli *g) {
   ht_tune_options *o = &g->to;
   ht_tune_options_default(o);
   o->strategy = cli_opt(a, "strategy") ? cli_opt(a, "strategy") : "auto";
+  if (ht_strategy_check(o->strategy) == HT_ERR_UNSUPPORTED)
+    return cli_usage_error("gemm", "--strategy %s: %s", o->strategy, ht_last_error());
   if (!ht_strategy_find(o->strategy))
     return cli_usage_error("gemm", "--strategy %s: unknown strategy (see hetune tune --help)", o->strategy);
   o->strategy_options = cli_opt(a, "options");

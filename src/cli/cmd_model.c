@@ -65,6 +65,9 @@ static int model_kinds(void) {
     printf("  %-8s  target=%-4s  %s\n", k->name, k->default_target, k->summary);
   }
   printf("  %-8s  %-11s  the kind with the lowest error on an inner validation of the training data\n", "auto", "");
+  static const char *const optional[] = {"gbt", "svr"}; /* kinds a build may leave out */
+  for (int i = 0; i < 2; i++)
+    if (ht_model_kind_check(optional[i]) == HT_ERR_UNSUPPORTED) printf("  %-8s  %-11s  %s\n", optional[i], "", ht_last_error());
   return CLI_OK;
 }
 
@@ -79,7 +82,8 @@ static const char *train_help =
   "others beyond them). Training again under the same name keeps the older versions; the newest\n"
   "answers.\n"
   "\n"
-  "  --kind K          model kind, or auto to pick by validation (default gbt; 'hetune model kinds')\n"
+  "  --kind K          model kind, or auto to pick by validation (default gbt, or auto in a\n"
+  "                    build without XGBoost; 'hetune model kinds')\n"
   "  --options K=V,..  model options (wrapper: target=log|rate|time, route=none|decade)\n"
   "  --name NAME       stored name (default SPEC-name.KIND)\n"
   "  --device D        only rows measured on device D\n"
@@ -185,8 +189,8 @@ static int model_train(int argc, char **argv) {
   int rc = cli_parse(argc, argv, "model train", known, NULL, &a);
   if (!rc && cli_opt(&a, "seed")) rc = cli_integer("model train", "--seed", cli_opt(&a, "seed"), 0, &seed);
   if (rc) return rc;
-  const char *kind = cli_opt(&a, "kind") ? cli_opt(&a, "kind") : "gbt";
-  if (!ht_model_kind_find(kind) && strcmp(kind, "auto") != 0) return cli_usage_error("model train", "unknown model kind '%s'", kind);
+  const char *kind = cli_opt(&a, "kind") ? cli_opt(&a, "kind") : ht_model_kind_find("gbt") ? "gbt" : "auto";
+  if (ht_model_kind_check(kind)) return cli_usage_error("model train", "%s", ht_last_error());
   ht_spec *spec;
   ht_feature_set *fs;
   ht_dataset *d;

@@ -257,8 +257,7 @@ static int check_kinds(const char *list) {
   snprintf(kinds, sizeof kinds, "%s", list ? list : "");
   char *save = NULL;
   for (char *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save))
-    if (!ht_model_kind_find(k) && strcmp(k, "auto") != 0)
-      return cli_usage_error("model eval", "unknown model kind '%s' (hetune model kinds)", k);
+    if (ht_model_kind_check(k)) return cli_usage_error("model eval", "%s", ht_last_error());
   return CLI_OK;
 }
 

@@ -155,7 +155,7 @@ static int bench_strategies(bench *b, const char *list) {
   }
   snprintf(b->strat_buf, sizeof b->strat_buf, "%s", list);
   for (char *save = NULL, *s = strtok_r(b->strat_buf, ",", &save); s && b->n_strat < 32; s = strtok_r(NULL, ",", &save)) {
-    if (!ht_strategy_find(s)) return cli_usage_error("strategy-bench", "unknown strategy '%s'", s);
+    if (ht_strategy_check(s)) return cli_usage_error("strategy-bench", "%s", ht_last_error());
     b->strat[b->n_strat++] = s;
   }
   return b->n_strat ? CLI_OK : cli_usage_error("strategy-bench", "--strategies names none");

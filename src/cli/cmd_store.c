@@ -328,10 +328,12 @@ int cmd_export(int argc, char **argv) {
   static const char *const known[] = {"db", "format", "kernel", "device", "problem", "output", "ok", NULL};
   static const char *const flags[] = {"ok", NULL};
   if (cli_wants_help(argc, argv)) {
-    puts("usage: hetune export --format csv|t4|kt-cache [--kernel NAME] [--device D] [--problem SIZES] [--ok]\n"
-         "                     [--output FILE] [--db FILE]\n\n"
-         "Writes the stored evaluations as CSV, as the T4 results JSON shared by Kernel Tuner, KTT and BAT, or\n"
-         "as a Kernel Tuner cache file (one kernel, device and problem; its simulation mode replays it).\n"
+    puts("usage: hetune export --format csv|t4|kt-cache|starpu-perfmodel [--kernel NAME] [--device D]\n"
+         "                     [--problem SIZES] [--ok] [--output FILE] [--db FILE]\n\n"
+         "Writes the stored evaluations as CSV, as the T4 results JSON shared by Kernel Tuner, KTT and BAT,\n"
+         "as a Kernel Tuner cache file (one kernel, device and problem; its simulation mode replays it), or\n"
+         "as a StarPU history-based performance model (one kernel and device: the fastest config of each\n"
+         "problem size; docs/interop.md says where StarPU looks for it).\n"
          "--problem takes the sizes as `hetune show` prints them (N=4096). --ok keeps only successful\n"
          "evaluations. Default output: standard output.");
     return CLI_OK;
@@ -339,8 +341,11 @@ int cmd_export(int argc, char **argv) {
   cli_args a;
   int rc = cli_parse(argc, argv, "export", known, flags, &a);
   const char *format = cli_opt(&a, "format");
-  if (!rc && (!format || (strcmp(format, "csv") && strcmp(format, "t4") && strcmp(format, "kt-cache"))))
-    rc = cli_usage_error("export", "--format must be csv, t4 or kt-cache");
+  static const char *const formats[] = {"csv", "t4", "kt-cache", "starpu-perfmodel", NULL};
+  int which = 0;
+  while (format && formats[which] && strcmp(format, formats[which])) which++;
+  if (!rc && (!format || !formats[which]))
+    rc = cli_usage_error("export", "--format must be csv, t4, kt-cache or starpu-perfmodel");
   if (!rc && a.n_pos) rc = cli_usage_error("export", "takes no positional arguments");
   ht_store *st;
   if (rc || (rc = open_readonly(&a, &st))) return rc;
@@ -352,9 +357,9 @@ int cmd_export(int argc, char **argv) {
     return CLI_ERROR;
   }
   ht_eval_filter f = {cli_opt(&a, "kernel"), cli_opt(&a, "device"), cli_opt(&a, "problem"), cli_has(&a, "ok")};
-  ht_status s = strcmp(format, "csv") == 0  ? ht_store_export_csv(st, &f, out)
-                : strcmp(format, "t4") == 0 ? ht_store_export_t4(st, &f, out)
-                                            : ht_store_export_kt_cache(st, &f, out);
+  ht_status (*const export[])(ht_store *, const ht_eval_filter *, FILE *) = {
+    ht_store_export_csv, ht_store_export_t4, ht_store_export_kt_cache, ht_store_export_starpu_perfmodel};
+  ht_status s = export[which](st, &f, out);
   if (s) rc = cli_fail(path ? path : "export"); /* a write error names the output file */
   if (out != stdout && fclose(out) != 0 && !rc) {
     fprintf(stderr, "hetune export: %s: %s\n", path, strerror(errno));

@@ -11,7 +11,8 @@
 static const char *help =
   "usage: hetune tune SPEC [options]\n"
   "\n"
-  "Tunes the kernel of SPEC (see docs/spec.md) and stores every evaluation.\n"
+  "Tunes the kernel of SPEC (see docs/spec.md), or of a BAT / Kernel Tuner T1 file (docs/interop.md),\n"
+  "and stores every evaluation.\n"
   "Configs already in the database are reused, not measured again.\n"
   "\n"
   "  --device D        device id: c, opencl, opencl:P:D, cuda, cuda:N (default: by the spec's language)\n"
@@ -148,7 +149,9 @@ static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
   const char *v;
   long long n;
   int rc = CLI_OK;
-  if ((v = cli_opt(a, "strategy")) && !ht_strategy_find(v)) {
+  if ((v = cli_opt(a, "strategy")) && ht_strategy_check(v) == HT_ERR_UNSUPPORTED) {
+    rc = cli_usage_error("tune", "--strategy %s: %s", v, ht_last_error());
+  } else if (v && !ht_strategy_find(v)) {
     ht_buf names = {0};
     for (int i = 0; i < ht_strategy_count(); i++)
       ht_buf_appendf(&names, "%s%s", i ? ", " : "", ht_strategy_at(i)->name);

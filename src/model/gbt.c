@@ -22,14 +22,24 @@
  *   lambda=1            L2 penalty on leaf values (>= 0), XGBoost's default
  * Prediction walks 8 trees at a time (see gbt_predict): ~2 us with the defaults.
  */
+#include "model/model_util.h"
+#include "model/surrogate.h"
+
+#ifndef HT_HAVE_XGBOOST
+/* Built without XGBoost (HETUNE_WITH_XGBOOST=OFF): no gbt kind in the registry, and the trainer
+ * model_guided would call says why. */
+ht_status ht_gbt_train(void **state, const ht_dataset *d, const ht_gbt_params *p, uint64_t seed, void **keep) {
+  (void)d, (void)p, (void)seed;
+  *state = NULL;
+  if (keep) *keep = NULL;
+  return ht_model_kind_check("gbt");
+}
+#else
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xgboost/c_api.h>
-
-#include "model/model_util.h"
-#include "model/surrogate.h"
 
 #define GBT_MAX_NODES (1 << 26)
 
@@ -441,3 +451,4 @@ const ht_model_ops ht_model_gbt = {
   .load = gbt_load,
   .destroy = gbt_destroy,
 };
+#endif /* HT_HAVE_XGBOOST */

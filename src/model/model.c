@@ -233,7 +233,7 @@ ht_status ht_model_fit(const char *kind, const ht_dataset *train, const char *op
     return st ? st : fit_auto(train, options, seed, out);
   }
   const ht_model_ops *ops = ht_model_kind_find(kind);
-  if (!ops) return ht_error(HT_ERR_NOTFOUND, "unknown model '%s' (hetune model kinds lists them)", kind);
+  if (!ops) return ht_model_kind_check(kind);
   ht_status st = check_training_data(kind, train);
   if (st) return st;
   ht_options *opt;
@@ -371,7 +371,7 @@ static ht_status load_header(mu_reader *r, ht_model *m, int *version) {
   char *kind = mu_get_str(r);
   m->ops = kind ? ht_model_kind_find(kind) : NULL;
   ht_status st = HT_OK;
-  if (kind && !m->ops) st = ht_error(HT_ERR_NOTFOUND, "saved model of unknown kind '%s'", kind);
+  if (kind && !m->ops) st = ht_error_prefix(ht_model_kind_check(kind), "saved model: ");
   free(kind);
   if (st) return st;
   m->options = mu_get_str(r);

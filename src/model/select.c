@@ -115,6 +115,7 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
   if (st) return ht_error_prefix(st, "model auto: ");
   char list[512];
   snprintf(list, sizeof list, "%s", ht_options_str(opt, "candidates", "gbt+linear+starpu+ranking+mlp+knn"));
+  int asked = ht_options_str(opt, "candidates", NULL) != NULL; /* a kind skipped from the user's list is a warning */
   const char *by = ht_options_str(opt, "by", "error"), *how = ht_options_str(opt, "validate", "last");
   int by_penalty = strcmp(by, "penalty") == 0, two = strcmp(how, "two") == 0;
   if (!by_penalty && strcmp(by, "error") != 0)
@@ -142,6 +143,11 @@ ht_status ht_model_select(const ht_dataset *d, const char *options, uint64_t see
   char *save = NULL;
   for (char *k = strtok_r(list, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
     if (!ht_model_kind_find(k)) {
+      st = ht_model_kind_check(k);
+      if (st == HT_ERR_UNSUPPORTED) { /* left out of this build: the others compete */
+        ht_log(asked ? 1 : 2, "model auto: skipped %s: %s", k, ht_last_error());
+        continue;
+      }
       folds_free(&f);
       return ht_error(HT_ERR_NOTFOUND, "model auto: unknown candidate '%s'", k);
     }

@@ -29,6 +29,7 @@
  * Irrelevant features hurt an rbf kernel: with 27 of 30 irrelevant (3000 rows) the error is 11%
  * and ~2800 rows are support vectors (~50 us per prediction); select features first.
  */
+#ifdef HT_HAVE_LIBSVM /* built without libsvm (HETUNE_WITH_LIBSVM=OFF): no svr kind */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,3 +301,4 @@ const ht_model_ops ht_model_svr = {
   .load = svr_load,
   .destroy = svr_destroy,
 };
+#endif /* HT_HAVE_LIBSVM */

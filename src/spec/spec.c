@@ -288,7 +288,8 @@ ht_status ht_spec_load(const char *path, ht_spec **out) {
   }
   char *dircopy = ht_strdup(path);
   c.dir = dircopy ? dirname(dircopy) : ".";
-  st = parse_root(&c, root, out);
+  int t1 = json_is_object(root) && json_object_get(root, "ConfigurationSpace");
+  st = t1 ? spec_parse_t1(&c, root, out) : parse_root(&c, root, out);
   ht_kernel_destroy(c.k);
   json_decref(root);
   free(c.text);

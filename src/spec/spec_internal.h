@@ -17,6 +17,7 @@ typedef struct spec_ctx {
   const char *in_key; /* the object being read ("reference", "arguments"), NULL at the top */
   char in_field[64];  /* its name in messages: "reference", "arguments[2]" */
   const char *obj;    /* that object's text (its '{'), NULL at the top: errors point inside it */
+  int arg_index;      /* T1 files: the argument being read, for messages */
 } spec_ctx;
 
 /* ---- positions and errors (spec_text.c) ---- */
@@ -64,5 +65,7 @@ ht_status spec_expr_text(spec_ctx *c, json_t *v, const char *field, char buf[64]
 /* The kernel's keys of obj (the top level, or "reference" with prefix "reference.") into kk. */
 ht_status spec_parse_kernel(spec_ctx *c, json_t *obj, const char *prefix, ht_kernel *kk);
 ht_status spec_parse_args(spec_ctx *c, json_t *root);
+/* A T1 file's root (one with "ConfigurationSpace"): the kernel it names, as a spec (spec_t1.c). */
+ht_status spec_parse_t1(spec_ctx *c, json_t *root, ht_spec **out);
 
 #endif

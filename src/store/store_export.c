@@ -184,6 +184,20 @@ static int csv_row(const ht_eval_record *rec, void *p) {
   return ferror(c->out) != 0;
 }
 
+int hts_export_one(char **have, const char *now, const char *what, const char *option, const char *format,
+                   ht_status *error) {
+  if (!*have) {
+    *have = ht_strdup(now);
+    if (!*have) *error = ht_error(HT_ERR_NOMEM, "out of memory");
+    return *have == NULL;
+  }
+  if (strcmp(*have, now) == 0) return 0;
+  *error = ht_error(HT_ERR_INVALID, "%s export: the evaluations are of more than one %s ('%s' and '%s'); the file "
+                    "holds one: choose it with --%s",
+                    format, what, *have, now, option);
+  return 1;
+}
+
 ht_status hts_export_done(ht_store *st, FILE *out, ht_status s, const char *what) {
   if (s) return s;
   if (fflush(out) != 0 || ferror(out))

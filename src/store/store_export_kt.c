@@ -76,13 +76,7 @@ static const char *kt_error_name(ht_eval_status s) {
 
 /* One cache holds one kernel, device and problem: a second of any is an error naming both. */
 static int same_or_first(kt_ctx *c, char **have, const char *now, const char *what, const char *option) {
-  if (!*have) return (*have = ht_strdup(now)) == NULL;
-  if (strcmp(*have, now) == 0) return 0;
-  c->error = ht_error(HT_ERR_INVALID,
-                      "Kernel Tuner cache export: the evaluations are of more than one %s ('%s' and '%s'); a cache "
-                      "holds one: choose it with --%s",
-                      what, *have, now, option);
-  return 1;
+  return hts_export_one(have, now, what, option, "Kernel Tuner cache", &c->error);
 }
 
 static void add_value(json_t *list, json_t *v) {

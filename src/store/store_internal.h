@@ -90,6 +90,10 @@ const char *hts_col_text(sqlite3_stmt *s, int col); /* NULL -> "" */
 void hts_row_result(sqlite3_stmt *s, int col, ht_result *r);
 /* "2024-05-01T12:34:56.789Z" (UTC). */
 void hts_iso8601(double t, char out[40]);
+/* Exports holding one kernel (device, problem): the first value of the field is kept in *have;
+ * another is an error in *error naming both and the option that chooses one. 1 on error. */
+int hts_export_one(char **have, const char *now, const char *what, const char *option, const char *format,
+                   ht_status *error);
 /* s, or a write error on out ("WHAT export: write error") once it is flushed. */
 ht_status hts_export_done(ht_store *st, FILE *out, ht_status s, const char *what);
 

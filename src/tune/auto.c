@@ -27,6 +27,7 @@ static ht_status auto_init(void **state, ht_space *space, const ht_options *opt,
   int64_t small = ht_options_int(opt, "small", 16);
   const char *name = use ? use : count <= (uint64_t)small ? "random" : DEFAULT_CHOICE;
   const ht_strategy_ops *ops = ht_strategy_find(name);
+  if (!ops && ht_strategy_check(name) == HT_ERR_UNSUPPORTED) return ht_error_prefix(HT_ERR_UNSUPPORTED, "auto: ");
   if (!ops || strcmp(name, "auto") == 0) return ht_error(HT_ERR_NOTFOUND, "auto: unknown strategy '%s'", name);
   auto_state *s = calloc(1, sizeof *s);
   if (!s) return ht_error(HT_ERR_NOMEM, "out of memory");

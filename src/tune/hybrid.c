@@ -17,13 +17,21 @@
  * again, up to 4 times per slot). When the first strategy has nothing left to propose, the
  * second takes over early; the hybrid is finished when the one asking proposes nothing new.
  *
- * Options (defaults): first (model_guided), then (bayes), switch (8: evaluations asked by the
- * first strategy). Every other option goes to both strategies; n_init defaults to 6 for both.
+ * Options (defaults): first (model_guided; random in a build without XGBoost, which has no
+ * model_guided: bayes then starts from uniform draws, as on its own), then (bayes), switch (8:
+ * evaluations asked by the first strategy). Every other option goes to both strategies; n_init
+ * defaults to 6 for both.
  * Deterministic given the seed and the tells (the second strategy gets seed + 0x9e3779b97f4a7c15). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tune/strategy_util.h"
+
+#ifdef HT_HAVE_XGBOOST
+#define FIRST_DEFAULT "model_guided"
+#else
+#define FIRST_DEFAULT "random"
+#endif
 
 #define RETRIES 4
 /* Defaults the hybrid gives both parts where the user gave none: a 6-config initial design
@@ -55,6 +63,7 @@ static void hy_destroy(void *state) {
 
 static ht_status open_part(hy_part *p, const char *name, ht_space *space, const ht_options *opt, uint64_t seed) {
   const ht_strategy_ops *ops = ht_strategy_find(name);
+  if (!ops && ht_strategy_check(name) == HT_ERR_UNSUPPORTED) return ht_error_prefix(HT_ERR_UNSUPPORTED, "hybrid: ");
   if (!ops || strcmp(name, "hybrid") == 0 || strcmp(name, "auto") == 0)
     return ht_error(HT_ERR_NOTFOUND, "hybrid: '%s' cannot be one of its strategies", name);
   ht_status st = ops->init(&p->state, space, opt, seed);
@@ -69,7 +78,7 @@ static ht_status hy_init(void **state, ht_space *space, const ht_options *opt, u
   s->n_switch = ht_options_int(opt, "switch", 8);
   ht_status st = s->n_switch < 0 ? ht_error(HT_ERR_INVALID, "hybrid: switch must be 0 or more") : HT_OK;
   if (!st) st = ht_options_derive(opt, PART_DEFAULTS, &s->opt);
-  if (!st) st = open_part(&s->part[0], ht_options_str(opt, "first", "model_guided"), space, s->opt, seed);
+  if (!st) st = open_part(&s->part[0], ht_options_str(opt, "first", FIRST_DEFAULT), space, s->opt, seed);
   if (!st) st = open_part(&s->part[1], ht_options_str(opt, "then", "bayes"), space, s->opt, seed + 0x9e3779b97f4a7c15ULL);
   ht_options_absorb(opt, s->opt); /* keys the parts read count as read */
   if (st) {

@@ -40,6 +40,7 @@ void ht_tuner_options_default(ht_tuner_options *o) {
 }
 
 static ht_status unknown_strategy(const char *name) {
+  if (ht_strategy_check(name) == HT_ERR_UNSUPPORTED) return HT_ERR_UNSUPPORTED;
   ht_buf names = {0};
   for (int i = 0; i < ht_strategy_count(); i++) ht_buf_appendf(&names, "%s%s", i ? ", " : "", ht_strategy_at(i)->name);
   ht_status st = ht_error(HT_ERR_NOTFOUND, "unknown strategy '%s' (available: %s)", name, names.data ? names.data : "");
