@@ -282,7 +282,7 @@ static void test_example_files_load(void **state) {
   (void)state;
   const char *files[] = {"options_split.json", "blackscholes_c_pocl.json"};
   for (int i = 0; i < 2; i++) {
-    char *path = ht_strfmt("%s/examples/coexec/%s", HT_SOURCE_DIR, files[i]);
+    char *path = ht_strfmt("%s/examples/coexec/computations/%s", HT_SOURCE_DIR, files[i]);
     ht_coexec *x = load(path);
     assert_int_equal(ht_coexec_pu_count(x), 2);
     ht_coexec_destroy(x);
