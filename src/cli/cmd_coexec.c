@@ -221,14 +221,18 @@ static int bench_check(coexec_cli *d, int reference_variant, double *diff) {
   return rc;
 }
 
-static int bench_split(coexec_cli *d, int repeat, ht_coexec_report *last, double *makespan, double *imbalance) {
+static int bench_split(coexec_cli *d, int repeat, ht_coexec_report *last, double *makespan, double *imbalance,
+                       double *plan_us) {
   ht_host_arg *args;
   if (ht_computation_make_args(d->c, d->sizes, 1, &args)) return cli_fail("coexec bench");
   double m[64], im[64];
   int rc = CLI_OK;
   for (int r = -2; r < repeat && !rc; r++) /* two calls first: one may measure, one plans */
     if (ht_coexec_run(d->x, d->sizes, args, last)) rc = cli_fail("coexec bench");
-    else if (r >= 0) m[r] = last->makespan_s, im[r] = last->imbalance;
+    else {
+      if (!last->from_cache && !strcmp(last->schedule, "static")) *plan_us = last->plan.plan_us;
+      if (r >= 0) m[r] = last->makespan_s, im[r] = last->imbalance;
+    }
   ht_computation_free_args(d->c, args);
   if (!rc) *makespan = median(m, repeat), *imbalance = median(im, repeat);
   return rc;
@@ -239,7 +243,7 @@ static int do_bench(coexec_cli *d) {
   const char *v = cli_opt(&d->a, "repeat");
   if (v && cli_integer_in("coexec bench", "--repeat", v, 1, 64, &repeat)) return CLI_USAGE;
   int n = ht_coexec_pu_count(d->x), best[HT_COEXEC_MAX_PUS], unused[HT_COEXEC_MAX_PUS], fastest = 0, dim = ht_coexec_split_dim(d->x);
-  double alone[HT_COEXEC_MAX_PUS], half[HT_COEXEC_MAX_PUS], makespan = NAN, imbalance = NAN, diff = INFINITY;
+  double alone[HT_COEXEC_MAX_PUS], half[HT_COEXEC_MAX_PUS], makespan = NAN, imbalance = NAN, diff = INFINITY, plan_us = NAN;
   int64_t half_sizes[16];
   memcpy(half_sizes, d->sizes, sizeof half_sizes);
   half_sizes[dim] = d->sizes[dim] / 2;
@@ -249,7 +253,7 @@ static int do_bench(coexec_cli *d) {
   if (!rc) rc = bench_alone(d, d->sizes, (int)repeat, alone, best);
   for (int p = 0; p < n && !rc; p++)
     if (alone[p] < alone[fastest]) fastest = p;
-  if (!rc) rc = bench_split(d, (int)repeat, &r, &makespan, &imbalance);
+  if (!rc) rc = bench_split(d, (int)repeat, &r, &makespan, &imbalance, &plan_us);
   if (!rc) rc = bench_check(d, best[fastest], &diff);
   if (rc) return rc;
   printf("each device alone (median of %lld):\n", repeat);
@@ -264,7 +268,8 @@ static int do_bench(coexec_cli *d) {
   ideal_makespans(n, alone, half, d->sizes[dim], &proportional, &affine);
   printf("makespan ");
   cli_print_seconds(makespan);
-  printf("; speedup %.2fx over the fastest device alone; imbalance %.1f%%\n", alone[fastest] / makespan, 100 * imbalance);
+  printf("; speedup %.2fx over the fastest device alone; imbalance %.1f%%; planned in %.1f us\n", alone[fastest] / makespan,
+         100 * imbalance, plan_us);
   printf("ideal    ");
   cli_print_seconds(proportional);
   printf(" (1 / sum(1 / T_device)): efficiency %.3f\n", proportional / makespan);

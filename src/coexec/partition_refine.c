@@ -16,10 +16,25 @@ static double chunk_time(const htp_problem *p, const ht_partition *r, int i, int
   return t > 0 && isfinite(t) ? t : INFINITY;
 }
 
-/* The longest chunk from `at` that PU i finishes by t: whole granules, at most to the end. */
-static int64_t longest_by(const htp_problem *p, const ht_partition *r, int i, int64_t at, double t) {
+/* The longest chunk from `at` that PU i finishes by t: whole granules, at most to the end. The
+ * search gallops from `guess` granules (the PU's chunk at the previous trial time, which differs
+ * little as t converges), then bisects the bracket: a few calls per PU instead of log2(range). */
+static int64_t longest_by(const htp_problem *p, const ht_partition *r, int i, int64_t at, double t, int64_t guess) {
   int64_t g = p->granularity, lo = 0, hi = (p->ub - at) / g;
   if (hi > 0 && chunk_time(p, r, i, at, p->ub) <= t) return p->ub - at; /* the whole rest, tail included */
+  if (guess > hi) guess = hi;
+  if (guess > 0) {
+    int64_t step = 1;
+    if (chunk_time(p, r, i, at, at + guess * g) <= t) {
+      lo = guess;
+      while (lo + step < hi && chunk_time(p, r, i, at, at + (lo + step) * g) <= t) lo += step, step *= 2;
+      if (lo + step < hi) hi = lo + step - 1;
+    } else {
+      hi = guess - 1;
+      while (hi - step > 0 && chunk_time(p, r, i, at, at + (hi - step + 1) * g) > t) hi -= step, step *= 2;
+      if (hi - step > 0) lo = hi - step + 1;
+    }
+  }
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
     if (chunk_time(p, r, i, at, at + mid * g) <= t)
@@ -32,16 +47,17 @@ static int64_t longest_by(const htp_problem *p, const ht_partition *r, int i, in
 
 /* Chunks for finish time t over the used PUs; the last used PU takes what is left. Returns 1
  * when the chunks before it leave it no more than it finishes by t. */
+/* size holds each PU's chunk at the previous trial (the search's first guess) and gets the new. */
 static int chunks_by(const htp_problem *p, const ht_partition *r, const int *used, double t, int64_t *size) {
   int64_t at = p->lb;
   int last = -1;
   for (int i = 0; i < p->n; i++) {
-    size[i] = 0;
-    if (used[i]) last = i;
+    if (!used[i]) size[i] = 0;
+    else last = i;
   }
   for (int i = 0; i < last; i++) {
     if (!used[i]) continue;
-    size[i] = longest_by(p, r, i, at, t);
+    size[i] = longest_by(p, r, i, at, t, size[i] / p->granularity);
     at += size[i];
   }
   size[last] = p->ub - at;
@@ -70,14 +86,17 @@ void htp_refine(const htp_problem *p, ht_partition *r) {
     if (r->lb[i] < r->ub[i]) used[i] = 1, n_used++, lo = fmin(lo, r->time_s[i]);
   if (n_used < 2) return;
   int64_t size[HT_COEXEC_MAX_PUS], best[HT_COEXEC_MAX_PUS];
+  for (int i = 0; i < p->n; i++) best[i] = r->ub[i] - r->lb[i]; /* the plan's chunks: the first guesses */
   if (!chunks_by(p, r, used, hi, best)) return; /* times that do not grow with the chunk */
-  for (int k = 0; k < T_BISECTIONS && hi - lo > 1e-6 * hi; k++) {
+  memcpy(size, best, sizeof size);
+  for (int k = 0; k < T_BISECTIONS && hi - lo > 1e-4 * hi; k++) {
     double mid = 0.5 * (lo + hi);
     if (chunks_by(p, r, used, mid, size)) {
       hi = mid;
       memcpy(best, size, sizeof best);
     } else {
       lo = mid;
+      memcpy(size, best, sizeof size); /* guesses from the last trial that covered the range */
     }
   }
   apply(p, best, r);
