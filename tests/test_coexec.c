@@ -290,6 +290,34 @@ static void test_example_files_load(void **state) {
   }
 }
 
+/* The host's C kernel and the OpenCL kernel (PoCL here) at once, planned after a dynamic call
+ * measured them: the split results agree with the OpenCL kernel alone within the spec's tolerance
+ * (the two kernels' math libraries differ in the last bits). */
+static void test_c_and_opencl(void **state) {
+  (void)state;
+  ht_coexec *x = load(HT_SOURCE_DIR "/examples/coexec/computations/blackscholes_c_pocl.json");
+  ht_computation *c = ht_coexec_computation(x);
+  int64_t n = 100003;
+  ht_coexec_report r;
+  for (int call = 0; call < 3; call++) {
+    ht_host_arg *split, *one;
+    if (ht_computation_make_args(c, &n, 5, &split) || ht_computation_make_args(c, &n, 5, &one) ||
+        ht_coexec_run(x, &n, split, &r) || ht_computation_run_variant(c, 1, &n, one, NULL))
+      fail_msg("%s", ht_last_error());
+    for (int b = 0; b < 2; b++) /* call and put */
+      for (int64_t i = 0; i < n; i++) {
+        float u = ((float *)split[b].data)[i], v = ((float *)one[b].data)[i];
+        if (!(fabsf(u - v) <= 1e-4f + 1e-4f * fabsf(v))) fail_msg("call %d, buffer %d, option %lld: %g vs %g", call, b, (long long)i, u, v);
+      }
+    ht_computation_free_args(c, split);
+    ht_computation_free_args(c, one);
+  }
+  int64_t rows = 0;
+  for (int i = 0; i < r.n_pus; i++) rows += r.pu[i].rows;
+  assert_int_equal(rows, n);
+  ht_coexec_destroy(x);
+}
+
 /* Power figures from the file: with the energy rule, the device doing the fewest rows per watt
  * (the 300 W GPU) is dropped; by time alone it takes the largest chunk. */
 static void test_energy_rule(void **state) {
@@ -371,6 +399,7 @@ int main(void) {
       cmocka_unit_test(test_plan_balances_simulated_devices),
       cmocka_unit_test(test_failed_device_rerun),
       cmocka_unit_test(test_plan_cache),
+      cmocka_unit_test(test_c_and_opencl),
       cmocka_unit_test(test_energy_rule),
       cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_cli),
