@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,48 @@ static void test_opencl_failures_are_results(void **state) {
   assert_int_equal(ht_runner_worker_starts(r), 1);
   free(res);
   ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+}
+
+/* Three configs of vadd on PoCL with a 20 ms run timeout; 0 when each is measured. */
+static int first_launches_ok(const ht_spec *spec, int isolate, int first) {
+  ht_runner_options o;
+  fast_options(&o);
+  o.timeout_s = 0.02;
+  o.isolate = isolate;
+  ht_runner *r;
+  if (ht_runner_create(spec, "opencl", &o, &r)) return fprintf(stderr, "%s\n", ht_last_error()), 1;
+  ht_result *res = malloc(sizeof *res);
+  int bad = 0;
+  for (int wg = 0; wg < 3 && !bad; wg++) {
+    ht_config c = config_of(2, wg, first + wg);
+    if (ht_runner_evaluate(r, &c, res) || res->status != HT_EVAL_OK)
+      bad = 1, fprintf(stderr, "isolate=%d, config %d: %s\n", isolate, wg, res->message);
+  }
+  free(res);
+  ht_runner_destroy(r);
+  return bad;
+}
+
+/* PoCL compiles a kernel for its work-group size at the first launch, which takes far longer than
+ * the kernel: that launch runs under the compile timeout, so a short run timeout does not fail
+ * configs that run in microseconds, with a worker and in-process (in a child: OpenCL opened in
+ * this process would not survive the forks of the later tests' workers). */
+static void test_opencl_first_launch_compiles(void **state) {
+  (void)state;
+  char *pocl = ht_strfmt("%s/pocl-first-launch", tmpdir);
+  mkdir(pocl, 0700);
+  setenv("POCL_CACHE_DIR", pocl, 1); /* nothing compiled before: each first launch compiles */
+  ht_spec *spec = load(HT_SOURCE_DIR "/examples/vadd/vadd_opencl.json");
+  assert_int_equal(ht_spec_set_size(spec, "N=1000"), HT_OK);
+  assert_int_equal(first_launches_ok(spec, 1, 0), 0);
+  pid_t pid = fork();
+  if (pid == 0) _exit(first_launches_ok(spec, 0, 3));
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  unsetenv("POCL_CACHE_DIR");
+  free(pocl);
   ht_spec_destroy(spec);
 }
 
@@ -417,6 +460,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_c_failures_are_results),
     cmocka_unit_test(test_opencl_failures_are_results),
+    cmocka_unit_test(test_opencl_first_launch_compiles),
     cmocka_unit_test(test_in_process_runner), cmocka_unit_test(test_overrun_detected),
     cmocka_unit_test(test_warmup_time),
     cmocka_unit_test(test_confirm_fastest),

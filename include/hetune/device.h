@@ -103,6 +103,8 @@ enum {
   HT_CAP_VIEWS = 1u << 3,     /* ht_device_buffer_view gives sub-ranges usable as kernel arguments */
   HT_CAP_SIMULATED = 1u << 4, /* times are modelled, not measured (the sim backend) */
   HT_CAP_HOST_MEMORY = 1u << 5, /* kernels use host memory itself: nothing to copy (the c backend) */
+  HT_CAP_COMPILES_AT_LAUNCH = 1u << 6, /* a program's first launch may compile it for that launch's
+                                        * geometry (PoCL): tuning gives it the compile timeout */
 };
 
 typedef struct ht_event ht_event; /* one launch in flight; backend-defined */

@@ -334,13 +334,16 @@ typedef struct run_state {
 
 double ht_heartbeat_gap(double timeout_s) { return fmin(timeout_s / 8, 0.05); }
 
-static void beat(run_state *rs, char phase) {
+/* 'H' goes out at most once per heartbeat gap; force sends it anyway (a phase change). */
+static void beat_at(run_state *rs, char phase, int force) {
   if (!rs->progress) return;
   double now = ht_now();
-  if (phase == 'H' && now - rs->last_beat < ht_heartbeat_gap(rs->ev->opt.timeout_s)) return;
+  if (phase == 'H' && !force && now - rs->last_beat < ht_heartbeat_gap(rs->ev->opt.timeout_s)) return;
   rs->progress(phase, rs->ctx);
   rs->last_beat = now;
 }
+
+static void beat(run_state *rs, char phase) { beat_at(rs, phase, 0); }
 
 static int launch_once(run_state *rs, ht_result *r, double *kernel_s) {
   ht_device *dev = rs->ev->dev;
@@ -418,7 +421,11 @@ static void run_config(run_state *rs, ht_result *r) {
   rs->launch.args = args;
   if (upload(dev, s, ev->args, &r->h2d_s)) return fail(r, HT_EVAL_RUNTIME, "upload: %s", ht_last_error());
   double k;
+  /* A device that compiles at the first launch gets the compile timeout for it, not the run's. */
+  int lazy = (ht_device_caps(dev) & HT_CAP_COMPILES_AT_LAUNCH) != 0;
+  if (lazy) beat_at(rs, 'L', 1);
   if (launch_once(rs, r, &k)) return;
+  if (lazy) beat_at(rs, 'H', 1);
   if (download(dev, s, ev->args, 0, &r->d2h_s)) return fail(r, HT_EVAL_RUNTIME, "download: %s", ht_last_error());
   if (verify_outputs(ev, r)) return;
   measure(rs, r);

@@ -5,9 +5,11 @@
  * 'F' (steps done, see ht_progress_fn) and 'S' when the data and the reference are ready; 'E' and
  * the error instead, whenever setup fails. The parent reads the device info at once and waits for
  * 'S' only before the first config, so the worker makes its data and reference while the strategy
- * initialises. A config: 'C' compiled, 'H' a kernel run finished (heartbeat),
+ * initialises. A config: 'C' compiled, 'L' a first launch that may compile (HT_CAP_COMPILES_AT_LAUNCH:
+ * PoCL builds a kernel for its work-group size there) begins, 'H' a kernel run finished (heartbeat),
  * 'R' the ht_result and one byte, 1 when the worker is still clean. The parent waits on each
- * message with a deadline: the setup timeout until 'I', the compile timeout until 'C', the run
+ * message with a deadline: the setup timeout until 'I', the compile timeout until 'C' and from 'L' to
+ * the next 'H', the run
  * timeout (plus the heartbeat gap) after each 'C' or 'H'; it watches the worker's exit too, since a process the kernel
  * forked may hold the pipe open. A worker that dies or misses a deadline is killed, its config
  * recorded as failed, and a new worker starts on demand; so does one that is no longer clean.
@@ -251,18 +253,29 @@ void ht_runner_new_worker(ht_runner *r) {
   if (r && r->opt.isolate) reap_worker(r, 0);
 }
 
-static void describe_death(ht_runner *r, ht_result *res, int compiled, int timed_out) {
+/* What a config's worker was doing: compiling (until 'C'), in a first launch that may compile
+ * (between 'L' and the next 'H': PoCL builds the kernel for the launch's work-group size), or
+ * running kernels. */
+typedef enum { PHASE_COMPILE, PHASE_FIRST_LAUNCH, PHASE_RUN } config_phase;
+
+static double phase_timeout(const ht_runner *r, config_phase ph) {
+  return ph == PHASE_RUN ? r->opt.timeout_s : r->opt.compile_timeout_s;
+}
+
+static void describe_death(ht_runner *r, ht_result *res, config_phase ph, int timed_out) {
   int status = reap_worker(r, 1);
-  const char *during = compiled ? "a kernel run" : "compilation";
+  static const char *const during[] = {"compilation", "the first kernel run (where the device compiles the kernel for "
+                                                      "its launch)", "a kernel run"};
+  static const char *const limit[] = {"compile", "compile", "run"};
   if (timed_out) {
-    res->status = compiled ? HT_EVAL_TIMEOUT : HT_EVAL_COMPILE;
-    snprintf(res->message, sizeof res->message, "%s did not finish within %.3g s (the %s timeout); worker killed", during,
-             compiled ? r->opt.timeout_s : r->opt.compile_timeout_s, compiled ? "run" : "compile");
+    res->status = ph == PHASE_COMPILE ? HT_EVAL_COMPILE : HT_EVAL_TIMEOUT;
+    snprintf(res->message, sizeof res->message, "%s did not finish within %.3g s (the %s timeout); worker killed",
+             during[ph], phase_timeout(r, ph), limit[ph]);
   } else {
     char how[160];
     how_it_ended(status, how, sizeof how);
-    res->status = compiled ? HT_EVAL_RUNTIME : HT_EVAL_COMPILE;
-    snprintf(res->message, sizeof res->message, "worker %s during %s", how, during);
+    res->status = ph == PHASE_COMPILE ? HT_EVAL_COMPILE : HT_EVAL_RUNTIME;
+    snprintf(res->message, sizeof res->message, "worker %s during %s", how, during[ph]);
   }
 }
 
@@ -278,18 +291,20 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   }
   double t0 = ht_now();
   ht_result_init(out);
-  int compiled = 0, rc = ht_fd_write_all(r->to_worker, cfg, sizeof *cfg) ? -1 : 0;
+  config_phase ph = PHASE_COMPILE;
+  int rc = ht_fd_write_all(r->to_worker, cfg, sizeof *cfg) ? -1 : 0;
   char tag = 0, clean = 1;
   while (rc == 0 && tag != 'R') {
-    double deadline =
-      ht_now() + (compiled ? r->opt.timeout_s + ht_heartbeat_gap(r->opt.timeout_s) : r->opt.compile_timeout_s + GRACE_S);
+    double deadline = ht_now() + (ph == PHASE_RUN ? r->opt.timeout_s + ht_heartbeat_gap(r->opt.timeout_s)
+                                                  : r->opt.compile_timeout_s + GRACE_S);
     rc = read_worker(r, &tag, 1, deadline);
-    if (rc == 0 && tag == 'C') compiled = 1;
+    if (rc == 0 && (tag == 'C' || tag == 'H')) ph = PHASE_RUN;
+    else if (rc == 0 && tag == 'L') ph = PHASE_FIRST_LAUNCH;
     else if (rc == 0 && tag == 'R' && !(rc = read_worker(r, out, sizeof *out, deadline)))
       rc = read_worker(r, &clean, 1, deadline);
   }
   if (rc != 0) {
-    describe_death(r, out, compiled, rc == -2);
+    describe_death(r, out, ph, rc == -2);
     out->wall_s = ht_now() - t0;
     out->timestamp = ht_wall_time();
     out->time_s = NAN;
@@ -393,6 +408,9 @@ static void local_progress(char phase, void *ctx) {
   ht_runner *r = ctx;
   if (phase == 'C' || phase == 'H')
     watchdog_arm(r->wd, r->opt.timeout_s, ht_heartbeat_gap(r->opt.timeout_s), "a kernel run", "run timeout");
+  else if (phase == 'L')
+    watchdog_arm(r->wd, r->opt.compile_timeout_s, GRACE_S,
+                 "the first kernel run (where the device compiles the kernel for its launch)", "compile timeout");
 }
 
 static ht_status create_local(ht_runner *r) {
