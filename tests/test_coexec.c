@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_shell.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,16 +346,7 @@ static void test_energy_rule(void **state) {
   free(path);
 }
 
-static int cli(const char *args, char *out, size_t len) {
-  char *cmd = ht_strfmt("%s %s 2>&1", HT_CLI, args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t n = fread(out, 1, len - 1, p);
-  out[n] = 0;
-  int rc = pclose(p);
-  free(cmd);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
+static int cli(const char *args, char *out, size_t len) { return run_shell(NULL, args, out, len); }
 
 static void test_cli(void **state) {
   (void)state;

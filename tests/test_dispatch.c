@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_shell.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -506,16 +508,7 @@ static void test_static_cache_used_first(void **state) {
 }
 
 /* The command line: decide, bench, explain, export-cache on the two simulated devices, and usage errors. */
-static int cli(const char *args, char *out, size_t len) {
-  char *cmd = ht_strfmt("%s %s 2>&1", HT_CLI, args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t n = fread(out, 1, len - 1, p);
-  out[n] = 0;
-  free(cmd);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int cli(const char *args, char *out, size_t len) { return run_shell(NULL, args, out, len); }
 
 static void test_cli(void **state) {
   (void)state;

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_shell.h"
+
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -383,13 +385,10 @@ static void test_race_dispatch(void **state) {
 /* ---- the command ---- */
 
 static int cli(const char *args, char *out, size_t len) {
-  char *cmd = ht_strfmt("cd %s && %s race %s 2>&1", HT_SOURCE_DIR, HT_CLI, args);
-  FILE *p = popen(cmd, "r");
-  free(cmd);
-  size_t n = p ? fread(out, 1, len - 1, p) : 0;
-  out[n] = 0;
-  int rc = p ? pclose(p) : -1;
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  char *all = ht_strfmt("race %s", args);
+  int rc = run_shell(HT_SOURCE_DIR, all, out, len);
+  free(all);
+  return rc;
 }
 
 static void test_cli(void **state) {
