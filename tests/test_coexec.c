@@ -317,7 +317,8 @@ static void test_energy_rule(void **state) {
 }
 
 /* No "power_w" in the file: with an energy option on, each simulated device's power comes from its
- * model (ht_device_power), and the same device as in test_energy_rule is dropped. A device with no
+ * model (ht_device_power: power_w less idle_w), and the same device as in test_energy_rule is
+ * dropped. A device with no
  * power figure at all is named, with how to give it. */
 static void test_energy_from_device_power(void **state) {
   (void)state;
@@ -333,6 +334,7 @@ static void test_energy_from_device_power(void **state) {
   assert_int_equal(r.pu[1].variant, -1);
   assert_true(r.plan.eliminated_at[1] > 0);
   assert_true(isfinite(r.plan.energy_j));
+  assert_true(x->power_w[0] == 95 - 20 && x->power_w[1] == 300 - 40 && x->power_w[2] == 120 - 15);
   ht_coexec_destroy(x);
   free(path);
   path = options_file("energy_nopower", "sim:0,sim:3", NULL); /* sim:3's entry has no power_w */
