@@ -164,7 +164,8 @@ static void test_rapl_errors(void **state) {
   expect_error(ht_power_rapl("c:0", root, &o, NULL, &p), HT_ERR_UNSUPPORTED,
                "has no RAPL package domain (not readable here)");
   assert_non_null(strstr(ht_last_error(), root));
-  expect_error(ht_power_rapl("c:0", TREE "/none", &o, NULL, &p), HT_ERR_UNSUPPORTED, "/none has no RAPL package domain");
+  expect_error(ht_power_rapl("c:0", TREE "/none", &o, NULL, &p), HT_ERR_UNSUPPORTED,
+               "/none has no RAPL package domain");
   char *dir = domain(root, "intel-rapl:0", "package-0\n", 1000, 5);
   write_file(dir, "energy_uj", "12 J");
   expect_error(ht_power_rapl("c:0", root, &o, NULL, &p), HT_ERR_UNSUPPORTED, "intel-rapl:0/energy_uj: '12 J' is not");
@@ -206,8 +207,8 @@ static void test_cli(void **state) {
 int main(void) {
   setenv("HETUNE_SIM", HT_SOURCE_DIR "/tests/data/sim/coexec.json", 1);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sim_figures),   cmocka_unit_test(test_rapl_scripted), cmocka_unit_test(test_rapl_real_clock),
-      cmocka_unit_test(test_rapl_errors),   cmocka_unit_test(test_nvml_absent),   cmocka_unit_test(test_cli),
+      cmocka_unit_test(test_sim_figures), cmocka_unit_test(test_rapl_scripted), cmocka_unit_test(test_rapl_real_clock),
+      cmocka_unit_test(test_rapl_errors), cmocka_unit_test(test_nvml_absent),   cmocka_unit_test(test_cli),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,7 +57,8 @@ ht_status ht_power_nvml(const char *id, const char *lib, int index, ht_device_po
   };
   ht_status st = a.init && a.shutdown && a.handle && a.usage && a.limit
                      ? nvml_read(id, &a, index, out)
-                     : ht_error(HT_ERR_UNSUPPORTED, "no power reading for device %s: %s lacks the NVML power calls", id, name);
+                     : ht_error(HT_ERR_UNSUPPORTED, "no power reading for device %s: %s lacks the NVML power calls",
+                                id, name);
   dlclose(h);
   return st;
 }

@@ -75,20 +75,23 @@ static int is_package(const char *root, const char *name) {
   return 0;
 }
 
-static int by_dir(const void *a, const void *b) { return strcmp(((const rapl_domain *)a)->dir, ((const rapl_domain *)b)->dir); }
+static int by_dir(const void *a, const void *b) {
+  return strcmp(((const rapl_domain *)a)->dir, ((const rapl_domain *)b)->dir);
+}
+
+static ht_status no_package(const rapl *r, const char *why) {
+  return ht_error(HT_ERR_UNSUPPORTED,
+                  "no power reading for device %s: %s has no RAPL package domain (not readable here%s%s)", r->id, r->root, why ? ": " : "", why ? why : "");
+}
 
 /* The package domains under r->root, each with its range and first reading. */
 static ht_status find_domains(rapl *r) {
   DIR *d = opendir(r->root);
-  if (!d)
-    return ht_error(HT_ERR_UNSUPPORTED, "no power reading for device %s: %s has no RAPL package domain (not readable here: %s)", r->id,
-                    r->root, strerror(errno));
+  if (!d) return no_package(r, strerror(errno));
   for (struct dirent *e; (e = readdir(d)) && r->n < RAPL_MAX;)
     if (is_package(r->root, e->d_name)) snprintf(r->d[r->n++].dir, sizeof r->d[0].dir, "%s/%s", r->root, e->d_name);
   closedir(d);
-  if (!r->n)
-    return ht_error(HT_ERR_UNSUPPORTED, "no power reading for device %s: %s has no RAPL package domain (not readable here)",
-                    r->id, r->root);
+  if (!r->n) return no_package(r, NULL);
   qsort(r->d, (size_t)r->n, sizeof r->d[0], by_dir);
   for (int i = 0; i < r->n; i++) {
     ht_status st = read_counter(r, r->d[i].dir, "max_energy_range_uj", &r->d[i].range);
@@ -124,7 +127,8 @@ static ht_status watts_over(rapl *r, const ht_power_clock *c, double s, double *
   return st;
 }
 
-static ht_status measure(rapl *r, const ht_device_power_options *o, const ht_power_clock *c, ht_device_power_info *out) {
+static ht_status measure(rapl *r, const ht_device_power_options *o, const ht_power_clock *c,
+                         ht_device_power_info *out) {
   double j;
   ht_status st = sample(r, &j); /* the counters from here on */
   if (!st) st = watts_over(r, c, o->idle_s, &out->idle_w);
