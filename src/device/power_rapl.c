@@ -186,7 +186,10 @@ static ht_status real_load(void *ctx, int on, int threads) {
   atomic_store(&l->stop, 0);
   if (!(l->t = calloc((size_t)threads, sizeof *l->t))) return ht_error(HT_ERR_NOMEM, "out of memory");
   while (l->n < threads && !pthread_create(&l->t[l->n], NULL, spin, l)) l->n++;
-  return l->n ? HT_OK : ht_error(HT_ERR_INTERNAL, "power: cannot start the reference load's threads");
+  if (l->n) return HT_OK; /* fewer threads than asked still load the CPU */
+  free(l->t);
+  l->t = NULL;
+  return ht_error(HT_ERR_INTERNAL, "power: cannot start the reference load's threads");
 }
 
 static void describe(const rapl *r, ht_device_power_info *out) {
