@@ -346,6 +346,44 @@ static void test_energy_rule(void **state) {
   free(path);
 }
 
+/* No "power_w" in the file: with an energy option on, each simulated device's power comes from its
+ * model (ht_device_power: power_w less idle_w), and the same device as in test_energy_rule is
+ * dropped. A device with no
+ * power figure at all is named, with how to give it. */
+static void test_energy_from_device_power(void **state) {
+  (void)state;
+  char *path = options_file("energy_device", "sim:0,sim:1,sim:2", NULL);
+  ht_coexec *x = load(path);
+  int64_t n = 400000;
+  double alone[3];
+  calibrate(x, n, alone);
+  calibrate(x, n / 2, alone);
+  ht_coexec_report r;
+  assert_int_equal(ht_coexec_set_options(x, "energy=0.6"), HT_OK);
+  if (ht_coexec_plan(x, &n, &r)) fail_msg("%s", ht_last_error());
+  assert_int_equal(r.pu[1].variant, -1);
+  assert_true(r.plan.eliminated_at[1] > 0);
+  assert_true(isfinite(r.plan.energy_j));
+  assert_true(x->power_w[0] == 95 - 20 && x->power_w[1] == 300 - 40 && x->power_w[2] == 120 - 15);
+  ht_coexec_destroy(x);
+  free(path);
+  path = options_file("energy_nopower", "sim:0,sim:3", NULL); /* sim:3's entry has no power_w */
+  x = load(path);
+  n = 4000;
+  calibrate(x, n, alone);
+  calibrate(x, n / 2, alone);
+  assert_int_equal(ht_coexec_set_options(x, "recursive=1"), HT_OK);
+  assert_int_equal(ht_coexec_plan(x, &n, &r), HT_ERR_UNSUPPORTED);
+  const char *msg = ht_last_error();
+  if (!strstr(msg, "no power reading for device sim:3") || !strstr(msg, "\"power_w\": {\"sim:3\"") ||
+      !strstr(msg, "ht_coexec_set_power"))
+    fail_msg("%s", msg);
+  assert_int_equal(ht_coexec_set_power(x, "sim:3", 250), HT_OK);
+  if (ht_coexec_plan(x, &n, &r)) fail_msg("%s", ht_last_error());
+  ht_coexec_destroy(x);
+  free(path);
+}
+
 static int cli(const char *args, char *out, size_t len) { return run_shell(NULL, args, out, len); }
 
 static void test_cli(void **state) {
@@ -394,6 +432,7 @@ int main(void) {
       cmocka_unit_test(test_plan_cache),
       cmocka_unit_test(test_c_and_opencl),
       cmocka_unit_test(test_energy_rule),
+      cmocka_unit_test(test_energy_from_device_power),
       cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_cli),
   };

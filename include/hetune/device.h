@@ -172,6 +172,32 @@ int ht_device_poll(ht_device *dev, ht_event *e);
  * has no stop-flag argument it does nothing. */
 ht_status ht_device_cancel(ht_device *dev, ht_event *e);
 
+/* ---- power ---- */
+
+/* A device's power figures, for energy-aware co-execution (docs/runtime.md, "Power"). */
+typedef struct ht_device_power_info {
+  double active_w;  /* while the device computes: the model's power_w (sim), the peak over short
+                     * windows of a reference load on every core (rapl), the enforced power limit (nvml) */
+  double idle_w;    /* while it waits: the model's idle_w, or the average over a quiet interval */
+  char source[16];  /* "sim model", "rapl", "nvml" */
+  char detail[192]; /* what was read: the RAPL package domains, the NVML device */
+} ht_device_power_info;
+
+/* How a measured figure is taken (0 in a field: its default). */
+typedef struct ht_device_power_options {
+  double idle_s;   /* quiet interval the idle power is averaged over (default 0.1 s) */
+  double load_s;   /* how long the reference load runs (default 0.3 s) */
+  double window_s; /* the windows whose highest power is the active figure (default 0.05 s) */
+  int threads;     /* spinning threads of the CPU's reference load (default: the device's max_threads) */
+} ht_device_power_options;
+
+/* The power of dev: from a simulated device's model, from RAPL energy counters for the c backend
+ * (under $HETUNE_POWERCAP_DIR, default /sys/class/powercap; it runs a reference load of about
+ * idle_s + load_s), from NVML for cuda. opt may be NULL (defaults). No figure here (no counters,
+ * counters only root may read, no NVML, an OpenCL device, a sim device without "power_w"):
+ * HT_ERR_UNSUPPORTED, "no power reading for device ID: why". */
+ht_status ht_device_power(ht_device *dev, const ht_device_power_options *opt, ht_device_power_info *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,22 +19,41 @@ static void print_device(const ht_device_info *d) {
   printf("    fingerprint %s\n", d->fingerprint);
 }
 
+/* The device's power figures and where they come from, or why it has none. */
+static void print_power(const ht_device_info *d) {
+  ht_device *dev;
+  ht_device_power_info p;
+  ht_status st = ht_device_open(d->id, &dev);
+  if (!st) {
+    st = ht_device_power(dev, NULL, &p);
+    ht_device_close(dev);
+  }
+  if (st) printf("    power: none: %s\n", ht_last_error());
+  else printf("    power: active %.1f W, idle %.1f W (%s: %s)\n", p.active_w, p.idle_w, p.source, p.detail);
+}
+
 int cmd_devices(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
-    puts("usage: hetune devices\n\nLists every device of every backend (c, opencl, cuda) with its limits;\n"
-         "backends that cannot run here say why.");
+    puts("usage: hetune devices [--power]\n\nLists every device of every backend (c, opencl, cuda) with its limits;\n"
+         "backends that cannot run here say why.\n\n"
+         "  --power   also each device's active and idle power and where they come from (a simulated\n"
+         "            device's model, RAPL counters under $HETUNE_POWERCAP_DIR, NVML), or why it has\n"
+         "            none; measuring a CPU runs a reference load on every core for about 0.4 s");
     return CLI_OK;
   }
   cli_args a;
-  static const char *const known[] = {NULL};
-  int rc = cli_parse(argc, argv, "devices", known, NULL, &a);
+  static const char *const known[] = {"power", NULL};
+  int rc = cli_parse(argc, argv, "devices", known, known, &a);
   if (rc) return rc;
   if (a.n_pos) return cli_usage_error("devices", "takes no arguments");
   ht_device_info *infos = NULL;
   int n = 0;
   ht_buf notes = {0};
   if (ht_device_list(&infos, &n, &notes)) return cli_fail("devices");
-  for (int i = 0; i < n; i++) print_device(&infos[i]);
+  for (int i = 0; i < n; i++) {
+    print_device(&infos[i]);
+    if (cli_has(&a, "power")) print_power(&infos[i]);
+  }
   if (notes.data) printf("%s%s", notes.data, notes.data[notes.len - 1] == '\n' ? "" : "\n");
   free(infos);
   ht_buf_free(&notes);

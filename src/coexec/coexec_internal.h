@@ -66,6 +66,11 @@ ht_status htx_plan(ht_coexec *x, const int64_t *sizes, ht_coexec_report *out);
 int htx_calibrated(ht_coexec *x, const int64_t *sizes);
 void htx_plan_forget(ht_coexec *x, const int64_t *sizes);
 
+/* ---- coexec_power.c ---- */
+/* With an energy option on, the power of each device not given one, from ht_device_power; a
+ * device without any: one error naming it and how to give its power. */
+ht_status htx_fill_power(ht_coexec *x);
+
 /* ---- run.c ---- */
 ht_status htx_run_static(ht_coexec *x, const int64_t *sizes, const ht_host_arg *args, ht_coexec_report *r);
 ht_status htx_run_dynamic(ht_coexec *x, const int64_t *sizes, const ht_host_arg *args, ht_coexec_report *r);

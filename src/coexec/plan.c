@@ -96,12 +96,14 @@ ht_status htx_plan(ht_coexec *x, const int64_t *sizes, ht_coexec_report *r) {
   if (r->from_cache) {
     scale_plan(x, s, n, &p);
   } else {
+    ht_status st = htx_fill_power(x);
+    if (st) return st;
     ht_partition_opts o = x->popts;
     o.n_versions = x->n_versions;
     o.power_w = x->has_power ? x->power_w : NULL;
     o.granularity = x->split.granularity;
     plan_ctx ctx = {x, sizes};
-    ht_status st = ht_partition_plan(x->n_pus, 0, n, chunk_time, &ctx, &o, &p);
+    st = ht_partition_plan(x->n_pus, 0, n, chunk_time, &ctx, &o, &p);
     if (st) return ht_error_prefix(st, "%s: planning the split: ", x->c->name);
     s->key = key;
     s->plan = p;

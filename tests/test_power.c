@@ -1,0 +1,214 @@
+/* Device power figures: a simulated device's model read back; RAPL counters in a planted powercap
+ * tree (two packages, parts and a psys domain that are no package, a counter wrapping around,
+ * unreadable files) measured on a scripted clock and on the real one; NVML absent; the command. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "device/backend.h"
+#include "device/power.h"
+
+#define TREE HT_BINARY_DIR "/test_power_tree"
+
+static void write_file(const char *dir, const char *file, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  FILE *f = fopen(path, "w");
+  if (!f) fail_msg("cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* A fresh domain folder root/name with its name file and counters. */
+static char *domain(const char *root, const char *name, const char *kind, uint64_t range, uint64_t energy) {
+  char *dir = ht_strfmt("%s/%s", root, name), text[32];
+  assert_int_equal(ht_mkdir_p(dir), HT_OK);
+  write_file(dir, "name", kind);
+  snprintf(text, sizeof text, "%llu\n", (unsigned long long)range);
+  write_file(dir, "max_energy_range_uj", text);
+  snprintf(text, sizeof text, "%llu\n", (unsigned long long)energy);
+  write_file(dir, "energy_uj", text);
+  return dir;
+}
+
+static char *fresh_tree(const char *name) {
+  char *root = ht_strfmt("%s/%s", TREE, name);
+  char *cmd = ht_strfmt("rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
+  free(cmd);
+  assert_int_equal(ht_mkdir_p(root), HT_OK);
+  return root;
+}
+
+static ht_device *open_device(const char *id) {
+  ht_device *dev = NULL;
+  if (ht_device_open(id, &dev)) fail_msg("%s", ht_last_error());
+  return dev;
+}
+
+static void expect_error(ht_status st, ht_status code, const char *needle) {
+  assert_int_equal(st, code);
+  if (!strstr(ht_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, ht_last_error());
+}
+
+static void test_sim_figures(void **state) {
+  (void)state;
+  ht_device *dev = open_device("sim:1");
+  ht_device_power_info p;
+  assert_int_equal(ht_device_power(dev, NULL, &p), HT_OK);
+  assert_true(p.active_w == 300 && p.idle_w == 40);
+  assert_string_equal(p.source, "sim model");
+  ht_device_close(dev);
+  dev = open_device("sim:3"); /* its entry gives no power */
+  expect_error(ht_device_power(dev, NULL, &p), HT_ERR_UNSUPPORTED, "no power reading for device sim:3");
+  assert_non_null(strstr(ht_last_error(), "\"power_w\""));
+  ht_device_close(dev);
+  assert_int_equal(ht_device_power(NULL, NULL, &p), HT_ERR_INVALID);
+}
+
+/* A scripted clock: each sleep advances time and every package's counter at its idle or loaded
+ * power, wrapping at its range, by rewriting the files the reader reads. */
+typedef struct script {
+  double t;
+  int on, starts, stops, threads, wraps;
+  struct {
+    const char *dir;
+    uint64_t range, uj;
+    double idle_w, load_w;
+  } pkg[2];
+} script;
+
+static double script_now(void *ctx) { return ((script *)ctx)->t; }
+
+static void script_sleep(void *ctx, double s) {
+  script *c = ctx;
+  c->t += s;
+  for (int i = 0; i < 2; i++) {
+    uint64_t uj = c->pkg[i].uj + (uint64_t)((c->on ? c->pkg[i].load_w : c->pkg[i].idle_w) * s * 1e6 + 0.5);
+    c->wraps += uj >= c->pkg[i].range;
+    c->pkg[i].uj = uj % c->pkg[i].range;
+    char text[32];
+    snprintf(text, sizeof text, "%llu\n", (unsigned long long)c->pkg[i].uj);
+    write_file(c->pkg[i].dir, "energy_uj", text);
+  }
+}
+
+static ht_status script_load(void *ctx, int on, int threads) {
+  script *c = ctx;
+  c->on = on;
+  c->threads = threads;
+  on ? c->starts++ : c->stops++;
+  return HT_OK;
+}
+
+static void test_rapl_scripted(void **state) {
+  (void)state;
+  char *root = fresh_tree("scripted");
+  script c = {0};
+  /* package 0 starts 2 J before its wrap-around: the first load window crosses it */
+  c.pkg[0].range = 262143328850ull, c.pkg[0].uj = c.pkg[0].range - 2000000, c.pkg[0].idle_w = 10, c.pkg[0].load_w = 60;
+  c.pkg[1].range = 65532610987ull, c.pkg[1].uj = 1000, c.pkg[1].idle_w = 5, c.pkg[1].load_w = 40;
+  char *d0 = domain(root, "intel-rapl:0", "package-0\n", c.pkg[0].range, c.pkg[0].uj);
+  char *d1 = domain(root, "intel-rapl:1", "package-1\n", c.pkg[1].range, c.pkg[1].uj);
+  c.pkg[0].dir = d0, c.pkg[1].dir = d1;
+  free(domain(root, "intel-rapl:0:0", "core\n", 100, 7)); /* parts and psys are not packages */
+  char *psys = domain(root, "intel-rapl:2", "psys\n", 100, 7);
+  write_file(psys, "energy_uj", "not a number");
+  free(psys);
+  ht_device_power_options o = {.idle_s = 0.1, .load_s = 0.3, .window_s = 0.05, .threads = 3};
+  ht_power_clock clk = {script_now, script_sleep, script_load, &c};
+  ht_device_power_info p;
+  if (ht_power_rapl("c:0", root, &o, &clk, &p)) fail_msg("%s", ht_last_error());
+  assert_float_equal(p.idle_w, 15, 1e-6);
+  assert_float_equal(p.active_w, 100, 1e-6);
+  assert_true(p.active_w > p.idle_w);
+  assert_int_equal(c.wraps, 1);
+  assert_int_equal(c.starts, 1);
+  assert_int_equal(c.stops, 1);
+  assert_int_equal(c.threads, 3);
+  assert_string_equal(p.source, "rapl");
+  assert_non_null(strstr(p.detail, "package domains intel-rapl:0, intel-rapl:1 under"));
+  free(d0), free(d1), free(root);
+}
+
+/* Counters that do not advance, on the real clock with the real load: no reading, said so. */
+static void test_rapl_real_clock(void **state) {
+  (void)state;
+  char *root = fresh_tree("still");
+  free(domain(root, "intel-rapl:0", "package-0\n", 1000000, 5));
+  ht_device_power_options o = {.idle_s = 0.01, .load_s = 0.03, .window_s = 0.01, .threads = 2};
+  ht_device_power_info p;
+  expect_error(ht_power_rapl("c:0", root, &o, NULL, &p), HT_ERR_UNSUPPORTED, "did not advance");
+  setenv("HETUNE_POWERCAP_DIR", root, 1); /* the public call on the C device reads the same tree */
+  ht_device *dev = open_device("c");
+  expect_error(ht_device_power(dev, &o, &p), HT_ERR_UNSUPPORTED, "no power reading for device c:0: the RAPL counters");
+  ht_device_close(dev);
+  unsetenv("HETUNE_POWERCAP_DIR");
+  free(root);
+}
+
+static void test_rapl_errors(void **state) {
+  (void)state;
+  char *root = fresh_tree("errors");
+  ht_device_power_info p;
+  ht_device_power_options o = {.idle_s = 0.01, .load_s = 0.01, .window_s = 0.01, .threads = 1};
+  expect_error(ht_power_rapl("c:0", root, &o, NULL, &p), HT_ERR_UNSUPPORTED,
+               "has no RAPL package domain (not readable here)");
+  assert_non_null(strstr(ht_last_error(), root));
+  expect_error(ht_power_rapl("c:0", TREE "/none", &o, NULL, &p), HT_ERR_UNSUPPORTED,
+               "/none has no RAPL package domain");
+  char *dir = domain(root, "intel-rapl:0", "package-0\n", 1000, 5);
+  write_file(dir, "energy_uj", "12 J");
+  expect_error(ht_power_rapl("c:0", root, &o, NULL, &p), HT_ERR_UNSUPPORTED, "intel-rapl:0/energy_uj: '12 J' is not");
+  char *file = ht_strfmt("%s/energy_uj", dir);
+  if (geteuid() != 0) { /* root reads any file: only another user sees the permission error */
+    chmod(file, 0);
+    expect_error(ht_power_rapl("c:0", root, &o, NULL, &p), HT_ERR_UNSUPPORTED, "readable by root only");
+  }
+  unlink(file);
+  assert_int_equal(mkdir(file, 0700), 0); /* a counter that cannot be read */
+  expect_error(ht_power_rapl("c:0", root, &o, NULL, &p), HT_ERR_UNSUPPORTED, "intel-rapl:0/energy_uj: Is a directory");
+  free(file), free(dir), free(root);
+}
+
+static void test_nvml_absent(void **state) {
+  (void)state;
+  ht_device_power_info p;
+  expect_error(ht_power_nvml("cuda:0", "libhetune-no-such-nvml.so.1", 0, &p), HT_ERR_UNSUPPORTED,
+               "no power reading for device cuda:0: libhetune-no-such-nvml.so.1 not found");
+  expect_error(ht_power_nvml("cuda:0", "libm.so.6", 0, &p), HT_ERR_UNSUPPORTED, "lacks the NVML power calls");
+}
+
+static void test_cli(void **state) {
+  (void)state;
+  char *root = fresh_tree("cli");
+  char *cmd = ht_strfmt("HETUNE_POWERCAP_DIR='%s' %s devices --power 2>&1", root, HT_CLI);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  static char out[65536];
+  size_t n = fread(out, 1, sizeof out - 1, f);
+  out[n] = 0;
+  int rc = pclose(f);
+  if (!WIFEXITED(rc) || WEXITSTATUS(rc)) fail_msg("%s", out);
+  if (!strstr(out, "power: active 300.0 W, idle 40.0 W (sim model: big gpu)")) fail_msg("%s", out);
+  if (!strstr(out, "power: none: no power reading for device c:0:")) fail_msg("%s", out);
+  free(cmd), free(root);
+}
+
+int main(void) {
+  setenv("HETUNE_SIM", HT_SOURCE_DIR "/tests/data/sim/coexec.json", 1);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sim_figures), cmocka_unit_test(test_rapl_scripted), cmocka_unit_test(test_rapl_real_clock),
+      cmocka_unit_test(test_rapl_errors), cmocka_unit_test(test_nvml_absent),   cmocka_unit_test(test_cli),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
