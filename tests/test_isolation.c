@@ -252,7 +252,7 @@ static void reference_fails(const char *ref, double setup_timeout_s, const char 
   assert_int_equal(ht_runner_start(spec, "c", &o, &r), HT_OK);
   assert_string_equal(ht_runner_device(r)->id, "c:0");
   static ht_result res;
-  ht_config first = {0};
+  ht_config first = {.n = ht_spec_param_count(spec)}; /* each parameter's first value */
   assert_int_not_equal(ht_runner_evaluate(r, &first, &res), HT_OK);
   msg = ht_last_error();
   assert_non_null(strstr(msg, "reference scale_ref"));

@@ -120,7 +120,7 @@ static int first_launches_ok(const ht_spec *spec, int isolate, int first) {
   ht_result *res = malloc(sizeof *res);
   int bad = 0;
   for (int wg = 0; wg < 3 && !bad; wg++) {
-    ht_config c = config_of(2, wg, first + wg);
+    ht_config c = config_of(2, first + wg, wg); /* WG index (7 values), WPT index (5) */
     if (ht_runner_evaluate(r, &c, res) || res->status != HT_EVAL_OK)
       bad = 1, fprintf(stderr, "isolate=%d, config %d: %s\n", isolate, wg, res->message);
   }
@@ -141,6 +141,16 @@ static void test_opencl_first_launch_compiles(void **state) {
   ht_spec *spec = load(HT_SOURCE_DIR "/examples/vadd/vadd_opencl.json");
   assert_int_equal(ht_spec_set_size(spec, "N=1000"), HT_OK);
   assert_int_equal(first_launches_ok(spec, 1, 0), 0);
+  ht_runner_options o;
+  fast_options(&o);
+  ht_runner *r;
+  assert_int_equal(ht_runner_create(spec, "opencl", &o, &r), HT_OK);
+  ht_result *res = malloc(sizeof *res);
+  ht_config bad = config_of(2, 0, 5); /* WPT has 5 values */
+  assert_int_equal(ht_runner_evaluate(r, &bad, res), HT_ERR_INVALID);
+  assert_non_null(strstr(ht_last_error(), "parameter WPT has 5 values, not a value 5"));
+  free(res);
+  ht_runner_destroy(r);
   pid_t pid = fork();
   if (pid == 0) _exit(first_launches_ok(spec, 0, 3));
   int status;

@@ -489,7 +489,22 @@ ht_status ht_runner_start(const ht_spec *spec, const char *device_id, const ht_r
   return HT_OK;
 }
 
+/* A config must name one value of each of the spec's parameters: an index out of range would
+ * read past the parameter's values. */
+static ht_status check_config(const ht_spec *s, const ht_config *cfg) {
+  if (!cfg || cfg->n != s->n_params)
+    return ht_error(HT_ERR_INVALID, "%s: a config of %d values for %d parameters", s->name, cfg ? cfg->n : 0,
+                    s->n_params);
+  for (int i = 0; i < cfg->n; i++)
+    if (cfg->idx[i] < 0 || cfg->idx[i] >= s->params[i].n_values)
+      return ht_error(HT_ERR_INVALID, "%s: parameter %s has %d values, not a value %d", s->name, s->params[i].name,
+                      s->params[i].n_values, cfg->idx[i]);
+  return HT_OK;
+}
+
 ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out) {
+  ht_status st = check_config(r->spec, cfg);
+  if (st) return st;
   return r->local ? evaluate_local(r, cfg, out) : evaluate_isolated(r, cfg, out);
 }
 
