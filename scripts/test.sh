@@ -11,13 +11,12 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHETUNE_WERROR=ON -DHETUNE_SA
 cmake --build build-asan -j"$JOBS"
 # PoCL and the OpenCL ICD loader keep allocations alive until exit by design: leak checking off.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$JOBS")
-# XGBoost and libsvm left out: everything else builds, and the tests of models and strategies pass
-# (about 4 minutes on 2 cores: the build, then the tests that touch models, strategies and linking).
+# XGBoost and libsvm left out: everything else builds and every test passes (those of gbt and svr
+# are compiled out, the manual's blocks that need them are left out).
 cmake -S . -B build-noml -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHETUNE_WERROR=ON -DHETUNE_WITH_XGBOOST=OFF \
   -DHETUNE_WITH_LIBSVM=OFF > /dev/null
 cmake --build build-noml -j"$JOBS"
-(cd build-noml && ctest --output-on-failure -j"$JOBS" \
-  -R 'test_model|test_strategies|test_session|test_replay|test_interop|test_exports|test_consumer')
+(cd build-noml && ctest --output-on-failure -j"$JOBS")
 # The parsers under libFuzzer (clang) for a bounded time: FUZZ_SECONDS each, a fixed seed so a run
 # is repeatable. Long campaigns: scripts/fuzz.sh with a larger FUZZ_SECONDS.
 FUZZ_SECONDS="${FUZZ_SECONDS:-10}" FUZZ_SEED="${FUZZ_SEED:-1}" ./scripts/fuzz.sh

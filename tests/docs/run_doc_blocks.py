@@ -20,6 +20,8 @@ An HTML comment on the line right before the fence changes this:
   <!-- doc-test: c-decl DECLARATIONS --> file-scope declarations a C fragment needs
   <!-- doc-test: c-run -->              a C fragment run as the body of main()
   <!-- doc-test: run -->                an unlabelled block whose `$ ` lines are run as sh
+  <!-- doc-test: needs KIND ... -->     run only where this build has these model kinds (gbt needs
+                                        XGBoost, svr libsvm: both optional), else counted as left out
 Exits 0 when every block passed, 1 otherwise, naming each failure as FILE:LINE.
 """
 import glob
@@ -79,7 +81,7 @@ def parse(path, rel):
 
 def check_marks(b):
     """A marker that is unknown, or a skip without its reason, is an error of the manual."""
-    known = ('skip', 'env', 'c-file', 'c-decl', 'c-run', 'run')
+    known = ('skip', 'env', 'c-file', 'c-decl', 'c-run', 'run', 'needs')
     for m in b.marks:
         name = m.split(' ', 1)[0]
         if name not in known:
@@ -164,9 +166,18 @@ def run_c(b, ctx, work, env, log):
     return err or run([exe], work, block_env(b, env), log)
 
 
-def what_to_do(b):
+def model_kinds(hetune):
+    """The model kinds this build has: `hetune model kinds` lists the absent ones with "not in this build"."""
+    out = subprocess.run([hetune, 'model', 'kinds'], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip() and 'not in this build' not in line}
+
+
+def what_to_do(b, kinds):
     """'sh', 'c' or None (not run), from the language and the markers."""
     if b.mark('skip') is not None:
+        return None
+    needs = b.mark('needs')
+    if needs is not None and not set(needs.split()) <= kinds:
         return None
     if b.lang == 'sh':
         return 'sh'
@@ -192,8 +203,10 @@ def run_file(ctx, rel, env, log):
         if bad:
             failures.append('%s: %s' % (b.where(), bad))
             continue
-        kind = what_to_do(b)
+        kind = what_to_do(b, ctx['kinds'])
         if kind is None:
+            if b.mark('needs') is not None and b.mark('skip') is None and b.lang in ('sh', 'c'):
+                ctx['counts']['left out'] += 1
             continue
         work = work or scratch(ctx, rel)
         t0 = time.monotonic()
@@ -223,7 +236,7 @@ def main():
     os.makedirs(root, exist_ok=True)
     run_dir = tempfile.mkdtemp(prefix='run-', dir=root)  # kept when a block fails, to look into
     ctx = {'source': source, 'libdir': build, 'scratch': run_dir,
-           'counts': {'sh': 0, 'c': 0, 'prompt': 0}}
+           'counts': {'sh': 0, 'c': 0, 'prompt': 0, 'left out': 0}, 'kinds': model_kinds(hetune)}
     env = dict(os.environ)
     env['PATH'] = build + os.pathsep + env.get('PATH', '')
     env.setdefault('HETUNE_CACHE_DIR', os.path.join(root, 'cache'))
@@ -232,7 +245,8 @@ def main():
     with open(os.path.join(run_dir, 'log.txt'), 'w') as log:
         for rel in files:
             failures += run_file(ctx, rel, env, log)
-    print('%d sh, %d c, %d prompt blocks run' % tuple(ctx['counts'][k] for k in ('sh', 'c', 'prompt')))
+    print('%d sh, %d c, %d prompt blocks run; %d left out (model kinds not in this build)' %
+          tuple(ctx['counts'][k] for k in ('sh', 'c', 'prompt', 'left out')))
     for f in failures:
         print('FAIL ' + f)
     if failures:
