@@ -202,6 +202,17 @@ static void calibrate(ht_coexec *x, int64_t n, double *alone) {
   ht_computation_free_args(c, args);
 }
 
+/* A split of the options kernel over devices, each variant measured at n and n / 2: enough for
+ * plans. *path gets the file to free. */
+static ht_coexec *calibrated(const char *name, const char *devices, const char *split_extra, int64_t n, char **path) {
+  *path = options_file(name, devices, split_extra);
+  ht_coexec *x = load(*path);
+  double alone[HT_COEXEC_MAX_PUS];
+  calibrate(x, n, alone);
+  calibrate(x, n / 2, alone);
+  return x;
+}
+
 /* Three simulated devices of unequal speed, with copies: once their times are known, the plan
  * makes them finish together, close to the ideal makespan 1 / sum(1 / T_device). */
 static void test_plan_balances_simulated_devices(void **state) {
@@ -253,12 +264,9 @@ static void test_failed_device_rerun(void **state) {
 /* Plans are cached per size bucket; a plan whose call was unbalanced is made again. */
 static void test_plan_cache(void **state) {
   (void)state;
-  char *path = options_file("cache", "sim:0,sim:1", NULL);
-  ht_coexec *x = load(path);
+  char *path;
   int64_t n = 500000;
-  double alone[2];
-  calibrate(x, n, alone);
-  calibrate(x, n / 2, alone);
+  ht_coexec *x = calibrated("cache", "sim:0,sim:1", NULL, n, &path);
   ht_coexec_report r;
   assert_int_equal(ht_coexec_plan(x, &n, &r), HT_OK);
   assert_int_equal(r.from_cache, 0);
@@ -324,13 +332,9 @@ static void test_c_and_opencl(void **state) {
  * (the 300 W GPU) is dropped; by time alone it takes the largest chunk. */
 static void test_energy_rule(void **state) {
   (void)state;
-  char *path = options_file("energy", "sim:0,sim:1,sim:2",
-                            ", \"power_w\": {\"sim:0\": 95, \"sim:1\": 300, \"sim:2\": 120}");
-  ht_coexec *x = load(path);
+  char *path;
   int64_t n = 400000;
-  double alone[3];
-  calibrate(x, n, alone);
-  calibrate(x, n / 2, alone);
+  ht_coexec *x = calibrated("energy", "sim:0,sim:1,sim:2", ", \"power_w\": {\"sim:0\": 95, \"sim:1\": 300, \"sim:2\": 120}", n, &path);
   ht_coexec_report r;
   assert_int_equal(ht_coexec_plan(x, &n, &r), HT_OK);
   assert_int_not_equal(r.pu[1].variant, -1);
@@ -352,12 +356,9 @@ static void test_energy_rule(void **state) {
  * power figure at all is named, with how to give it. */
 static void test_energy_from_device_power(void **state) {
   (void)state;
-  char *path = options_file("energy_device", "sim:0,sim:1,sim:2", NULL);
-  ht_coexec *x = load(path);
+  char *path;
   int64_t n = 400000;
-  double alone[3];
-  calibrate(x, n, alone);
-  calibrate(x, n / 2, alone);
+  ht_coexec *x = calibrated("energy_device", "sim:0,sim:1,sim:2", NULL, n, &path);
   ht_coexec_report r;
   assert_int_equal(ht_coexec_set_options(x, "energy=0.6"), HT_OK);
   if (ht_coexec_plan(x, &n, &r)) fail_msg("%s", ht_last_error());
@@ -367,11 +368,8 @@ static void test_energy_from_device_power(void **state) {
   assert_true(x->power_w[0] == 95 - 20 && x->power_w[1] == 300 - 40 && x->power_w[2] == 120 - 15);
   ht_coexec_destroy(x);
   free(path);
-  path = options_file("energy_nopower", "sim:0,sim:3", NULL); /* sim:3's entry has no power_w */
-  x = load(path);
   n = 4000;
-  calibrate(x, n, alone);
-  calibrate(x, n / 2, alone);
+  x = calibrated("energy_nopower", "sim:0,sim:3", NULL, n, &path); /* sim:3's entry has no power_w */
   assert_int_equal(ht_coexec_set_options(x, "recursive=1"), HT_OK);
   assert_int_equal(ht_coexec_plan(x, &n, &r), HT_ERR_UNSUPPORTED);
   const char *msg = ht_last_error();
