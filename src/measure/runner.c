@@ -264,8 +264,8 @@ static double phase_timeout(const ht_runner *r, config_phase ph) {
 
 static void describe_death(ht_runner *r, ht_result *res, config_phase ph, int timed_out) {
   int status = reap_worker(r, 1);
-  static const char *const during[] = {"compilation", "the first kernel run (where the device compiles the kernel for "
-                                                      "its launch)", "a kernel run"};
+  static const char first_launch[] = "the first kernel run (where the device compiles the kernel for its launch)";
+  static const char *const during[] = {"compilation", first_launch, "a kernel run"};
   static const char *const limit[] = {"compile", "compile", "run"};
   if (timed_out) {
     res->status = ph == PHASE_COMPILE ? HT_EVAL_COMPILE : HT_EVAL_TIMEOUT;
