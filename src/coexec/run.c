@@ -147,14 +147,15 @@ static int take_chunk(htx_call *call, int pu) {
 typedef struct dyn_thread {
   htx_call *call;
   int pu;
+  int first; /* the job taken for it before the threads started (-1: none) */
 } dyn_thread;
 
 static void *dynamic_worker(void *arg) {
   dyn_thread *d = arg;
   htx_call *call = d->call;
-  for (;;) {
+  for (int ji = d->first;; ji = -1) {
     pthread_mutex_lock(&call->lock);
-    int ji = take_chunk(call, d->pu);
+    if (ji < 0) ji = take_chunk(call, d->pu);
     htx_job j = ji >= 0 ? call->jobs[ji] : (htx_job){0};
     pthread_mutex_unlock(&call->lock);
     if (ji < 0) return NULL;
@@ -296,14 +297,14 @@ ht_status htx_run_dynamic(ht_coexec *x, const int64_t *sizes, const ht_host_arg 
   pthread_t th[HT_COEXEC_MAX_PUS];
   dyn_thread d[HT_COEXEC_MAX_PUS];
   int started[HT_COEXEC_MAX_PUS] = {0};
-  for (int i = 1; i < x->n_pus; i++) {
-    d[i] = (dyn_thread){&call, i};
-    started[i] = !pthread_create(&th[i], NULL, dynamic_worker, &d[i]);
-  }
-  d[0] = (dyn_thread){&call, 0};
+  /* Every device's first chunk is taken before any thread starts: on a machine with few cores a
+   * thread that starts late would otherwise find the rows gone and its device stay unmeasured. */
+  for (int i = 0; i < x->n_pus; i++) d[i] = (dyn_thread){&call, i, take_chunk(&call, i)};
+  for (int i = 1; i < x->n_pus; i++) started[i] = !pthread_create(&th[i], NULL, dynamic_worker, &d[i]);
   dynamic_worker(&d[0]);
-  for (int i = 1; i < x->n_pus; i++)
+  for (int i = 1; i < x->n_pus; i++) /* a device whose thread could not start runs its chunk here */
     if (started[i]) pthread_join(th[i], NULL);
+    else dynamic_worker(&d[i]);
   ht_status st = HT_OK;
   if (call.next < sizes[x->split.dim]) { /* every thread stopped early: the rest runs here */
     int f = fastest_alive(&call);
