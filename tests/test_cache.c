@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,6 +636,50 @@ static void test_cli_bounded_reads(void **state) {
   free(r);
 }
 
+/* ---- item: threads and processes that build the same entry at once all get a checked binary ---- */
+
+typedef struct {
+  ht_device *dev;
+  char value[16];
+  int result;
+  char error[256];
+} build_job;
+
+static void *build_and_run(void *arg) {
+  build_job *j = arg;
+  ht_program *p = NULL;
+  ht_compile_info info;
+  if (compile(j->dev, HT_LANG_C, at("src/k.c"), NULL, j->value, &p, &info) == HT_OK) j->result = run_value(j->dev, p);
+  else snprintf(j->error, sizeof j->error, "%s", ht_last_error());
+  return NULL;
+}
+
+/* Each builder compiles its own binary (they differ: the compiler reads a temporary copy of the
+ * source); one must never be checked against another's manifest. */
+static void test_concurrent_builds(void **state) {
+  (void)state;
+  enum { THREADS = 4, ROUNDS = 6 };
+  ht_device *devs[THREADS];
+  for (int t = 0; t < THREADS; t++) assert_int_equal(ht_device_open("c", &devs[t]), HT_OK);
+  use_cache("concurrent");
+  write_kernel(at("src/k.c"), "#include \"value.h\"\nvoid k(int *out) { out[0] = VALUE + EXTRA; }\n", 5);
+  for (int round = 0; round < ROUNDS; round++) {
+    pthread_t th[THREADS];
+    build_job jobs[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+      jobs[t] = (build_job){.dev = devs[t], .result = -1};
+      snprintf(jobs[t].value, sizeof jobs[t].value, "%d", 10 * round); /* a new entry each round */
+      assert_int_equal(pthread_create(&th[t], NULL, build_and_run, &jobs[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+      pthread_join(th[t], NULL);
+      if (jobs[t].result != 5 + 10 * round)
+        fail_msg("round %d, builder %d: got %d %s", round, t, jobs[t].result, jobs[t].error);
+    }
+  }
+  for (int t = 0; t < THREADS; t++) ht_device_close(devs[t]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shared_cache_refused),
@@ -654,6 +699,7 @@ int main(void) {
       cmocka_unit_test(test_cli_allowed_flags),
       cmocka_unit_test(test_bounded_reads),
       cmocka_unit_test(test_cli_bounded_reads),
+      cmocka_unit_test(test_concurrent_builds),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -142,6 +142,11 @@ typedef struct c_cache_entry {
   size_t size;   /* of the .so when it was written */
   uint64_t hash; /* of its bytes */
 } c_cache_entry;
+/* Waits until no other thread or process builds sofile's entry and holds it (flock on <key>.lock):
+ * looking up, building, recording and loading under the lock, no builder loads a binary another
+ * has just replaced with its own (builds differ: each compiles its own copy of the source). */
+ht_status ht_c_cache_lock(const char *sofile, int *fd);
+void ht_c_cache_unlock(int fd);
 /* After a build of cfile into tmp_so with the compiler's -MD list in depfile: moves tmp_so to
  * sofile and records its manifest (the .so's hash, every file the compiler read; without a list,
  * ht_include_hash of src). *e describes the new .so. */

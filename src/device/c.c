@@ -343,6 +343,8 @@ static ht_status c_compile(ht_device *dev, const ht_source *src, const ht_define
   c_cache_entry e;
   c_program *p = NULL;
   double t0 = ht_now();
+  int lock = -1;
+  if (!s) s = ht_c_cache_lock(sofile, &lock);
   /* Whatever keeps a cached entry from loading (missing, damaged, a header edited) builds it again. */
   if (!s && ht_c_cache_lookup(sofile, src, &e) == HT_OK && load_program(sofile, &e, src->entry, &p) == HT_OK) {
     info->cached = 1;
@@ -353,6 +355,7 @@ static ht_status c_compile(ht_device *dev, const ht_source *src, const ht_define
     info->seconds = ht_now() - t0;
     if (!s) s = load_program(sofile, &e, src->entry, &p);
   }
+  if (lock >= 0) ht_c_cache_unlock(lock);
   free(sofile);
   free(dir);
   if (!s) *out = (ht_program *)p;

@@ -11,15 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "device/backend.h"
 
-static char *manifest_path(const char *sofile) {
+/* <key>.ext for the entry <key>.so */
+static char *entry_file(const char *sofile, const char *ext) {
   size_t n = strlen(sofile);
   if (n > 3 && strcmp(sofile + n - 3, ".so") == 0) n -= 3;
-  return ht_strfmt("%.*s.deps", (int)n, sofile);
+  return ht_strfmt("%.*s.%s", (int)n, sofile, ext);
 }
 
 static ht_status file_hash(const char *path, uint64_t *h) {
@@ -125,6 +127,23 @@ static int append_deps(ht_buf *m, const char *depfile, const char *cfile) {
   return rc < 0 || !in_deps ? -1 : 0;
 }
 
+/* ---- one builder at a time ---- */
+
+ht_status ht_c_cache_lock(const char *sofile, int *fd) {
+  char *path = entry_file(sofile, "lock");
+  if (!path) return ht_error(HT_ERR_NOMEM, "out of memory");
+  *fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int rc = *fd < 0 ? -1 : 0;
+  while (!rc && flock(*fd, LOCK_EX) != 0)
+    if (errno != EINTR) rc = -1;
+  ht_status s = rc ? ht_error(HT_ERR_IO, "%s: cannot lock: %s", path, strerror(errno)) : HT_OK;
+  if (s && *fd >= 0) close(*fd);
+  free(path);
+  return s;
+}
+
+void ht_c_cache_unlock(int fd) { close(fd); /* releases the flock */ }
+
 /* ---- writing an entry ---- */
 
 static ht_status hash_so(const char *path, c_cache_entry *e) {
@@ -141,7 +160,7 @@ ht_status ht_c_cache_record(const char *tmp_so, const char *sofile, const char *
   if (chmod(tmp_so, 0700) != 0) return ht_error(HT_ERR_IO, "%s: %s", tmp_so, strerror(errno));
   ht_status s = hash_so(tmp_so, e);
   if (s) return s;
-  char hex[17], *mpath = manifest_path(sofile);
+  char hex[17], *mpath = entry_file(sofile, "deps");
   ht_buf m = {0};
   ht_hash_hex(e->hash, hex);
   ht_buf_appendf(&m, "so %zu %s\n", e->size, hex);
@@ -180,7 +199,7 @@ static ht_status check_line(const char *line, const ht_source *src, const char *
 }
 
 ht_status ht_c_cache_lookup(const char *sofile, const ht_source *src, c_cache_entry *e) {
-  char *mpath = manifest_path(sofile), *text = NULL, want[17] = "";
+  char *mpath = entry_file(sofile, "deps"), *text = NULL, want[17] = "";
   ht_status s = mpath ? ht_cache_get(mpath, &text, NULL) : ht_error(HT_ERR_NOMEM, "out of memory");
   free(mpath);
   if (s) return s;
