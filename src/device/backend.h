@@ -137,6 +137,22 @@ ht_status ht_cache_put(const char *path, const void *data, size_t len);
  * (the hash differs): HT_ERR_NOTFOUND saying which, and the caller builds it again. */
 ht_status ht_cache_get(const char *path, char **data, size_t *len);
 
+/* Stopping C kernels by signal (c_stop.c, include/hetune/stop.h). A launch's stop block: the flag
+ * and n_slots thread slots (0: the flag only, for a launch nobody can stop). */
+struct ht_stop_block;
+ht_status ht_stop_block_init(struct ht_stop_block *b, int n_slots);
+void ht_stop_block_free(struct ht_stop_block *b);
+/* Raises the flag, then sends every thread inside an HT_PAR_BEGIN region the signal that ends it. */
+void ht_stop_block_raise(struct ht_stop_block *b);
+/* Slots of a launch that can be stopped: twice the CPUs, at least 8. */
+int ht_stop_default_slots(void);
+/* Unblocks the stop signal in the calling thread (a launch's thread, whose OpenMP threads inherit). */
+void ht_stop_signal_unblock(void);
+/* The folder to put on a C compiler's include path for #include <hetune/stop.h> (in the cache,
+ * written from ht_kernel_stop_h, the header's text embedded at build time). */
+ht_status ht_c_kernel_include_dir(char **out);
+extern const char ht_kernel_stop_h[];
+
 /* The C backend's cache entries (c_cache.c): <key>.so and its manifest <key>.deps. */
 typedef struct c_cache_entry {
   size_t size;   /* of the .so when it was written */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "device/backend.h"
+#include "hetune/stop.h"
 
 
 /* Options every kernel is built with; part of the cache key. */
@@ -206,7 +207,7 @@ static uint64_t c_cache_key(const ht_device *dev, const ht_source *src, const ht
 }
 
 static void build_argv(argv_t *a, const ht_source *src, const ht_defines *defs, const char *cfile,
-                       const char *sofile, const char *depfile) {
+                       const char *sofile, const char *depfile, const char *include_dir) {
   argv_split(a, compiler());
   for (int i = 0; i < N_BASE; i++) argv_push(a, ht_strdup(base_flags[i]));
   /* The files the compiler reads, for the cache entry's manifest (c_cache.c). */
@@ -216,6 +217,7 @@ static void build_argv(argv_t *a, const ht_source *src, const ht_defines *defs, 
   char *dir = ht_source_dir(src);
   if (dir) argv_push(a, ht_strfmt("-I%s", dir));
   free(dir);
+  argv_push(a, ht_strfmt("-I%s", include_dir));
   for (int i = 0; defs && i < defs->n; i++) argv_push(a, ht_strfmt("-D%s=%s", defs->names[i], defs->values[i]));
   argv_push(a, ht_strdup("-o"));
   argv_push(a, ht_strdup(sofile));
@@ -259,8 +261,8 @@ static char *temp_next_to(const char *path, const char *what) {
 
 /* Compiles into a unique temporary .so, then rename()s it to sofile: readers never see a
  * half-written object and concurrent compilers of the same key just overwrite each other. */
-static ht_status run_compiler(const char *dir, const char *sofile, const ht_source *src, const ht_defines *defs,
-                              ht_compile_info *info, c_cache_entry *e) {
+static ht_status run_compiler(const char *dir, const char *include_dir, const char *sofile, const ht_source *src,
+                              const ht_defines *defs, ht_compile_info *info, c_cache_entry *e) {
   char *cfile = NULL, *tmp_so = temp_next_to(sofile, "tmp"), *depfile = temp_next_to(sofile, "d");
   if (!tmp_so || !depfile) {
     ht_status s = ht_error(HT_ERR_IO, "%s: cannot create a temporary file: %s", dir, strerror(errno));
@@ -273,7 +275,7 @@ static ht_status run_compiler(const char *dir, const char *sofile, const ht_sour
   ht_status s = text ? write_temp_source(dir, text, &cfile) : ht_error(HT_ERR_NOMEM, "out of memory");
   free(text);
   argv_t a = {0};
-  if (!s) build_argv(&a, src, defs, cfile, tmp_so, depfile);
+  if (!s) build_argv(&a, src, defs, cfile, tmp_so, depfile, include_dir);
   if (!s && a.failed) s = ht_error(HT_ERR_NOMEM, "out of memory");
   int code = -1;
   char *log = NULL;
@@ -337,9 +339,11 @@ static ht_status c_compile(ht_device *dev, const ht_source *src, const ht_define
   if (!info) info = &dummy;
   memset(info, 0, sizeof *info);
   if (!src || !src->text || !src->entry) return ht_error(HT_ERR_INVALID, "compile: source text and entry are required");
-  char *dir = NULL, *sofile = NULL;
+  char *dir = NULL, *sofile = NULL, *include_dir = NULL;
   ht_status s = ht_flags_check(src->flags, src->path);
   if (!s) s = so_path(dev, src, defs, &dir, &sofile);
+  /* before the lookup: the manifest of an entry that includes <hetune/stop.h> checks it */
+  if (!s) s = ht_c_kernel_include_dir(&include_dir);
   c_cache_entry e;
   c_program *p = NULL;
   double t0 = ht_now();
@@ -351,11 +355,12 @@ static ht_status c_compile(ht_device *dev, const ht_source *src, const ht_define
   } else if (!s) {
     ht_log(3, "c: building %s: %s", sofile, ht_last_error());
     ht_error_clear();
-    s = run_compiler(dir, sofile, src, defs, info, &e);
+    s = run_compiler(dir, include_dir, sofile, src, defs, info, &e);
     info->seconds = ht_now() - t0;
     if (!s) s = load_program(sofile, &e, src->entry, &p);
   }
   if (lock >= 0) ht_c_cache_unlock(lock);
+  free(include_dir);
   free(sofile);
   free(dir);
   if (!s) *out = (ht_program *)p;
@@ -375,10 +380,11 @@ uint64_t ht_c_toolchain_hash(uint64_t h) {
 ht_status ht_c_check_compile(const ht_source *src, const ht_defines *defs, char **log, int *exit_code) {
   *log = NULL;
   *exit_code = -1;
-  char *dir = NULL, *cfile = NULL;
+  char *dir = NULL, *cfile = NULL, *include_dir = NULL;
   /* flags $HETUNE_ALLOWED_FLAGS refuses never reach a compiler, not even for this check */
   ht_status s = ht_flags_check(src->flags, src->path);
   if (!s) s = ht_cache_subdir("c", &dir);
+  if (!s) s = ht_c_kernel_include_dir(&include_dir);
   if (!s) s = write_temp_source(dir, src->text, &cfile);
   argv_t a = {0};
   if (!s) {
@@ -389,6 +395,7 @@ ht_status ht_c_check_compile(const ht_source *src, const ht_defines *defs, char 
     char *srcdir = ht_source_dir(src);
     if (srcdir) argv_push(&a, ht_strfmt("-I%s", srcdir));
     free(srcdir);
+    argv_push(&a, ht_strfmt("-I%s", include_dir));
     for (int i = 0; defs && i < defs->n; i++) argv_push(&a, ht_strfmt("-D%s=%s", defs->names[i], defs->values[i]));
     argv_push(&a, ht_strdup(cfile));
     argv_split(&a, src->flags);
@@ -398,6 +405,7 @@ ht_status ht_c_check_compile(const ht_source *src, const ht_defines *defs, char 
   if (cfile) unlink(cfile);
   argv_free(&a);
   free(cfile);
+  free(include_dir);
   free(dir);
   return s;
 }
@@ -482,9 +490,10 @@ static ht_status prepare_call(ht_program *prog, const ht_launch *l, volatile int
 
 static ht_status c_launch(ht_device *dev, ht_program *prog, const ht_launch *l, double *kernel_s) {
   (void)dev;
-  volatile int32_t stop = 0; /* nobody can cancel a synchronous launch: the flag stays 0 */
+  ht_stop_block stop; /* nobody can cancel a synchronous launch: the flag stays 0, no slots */
+  ht_stop_block_init(&stop, 0);
   ffi_args a = {0};
-  ht_status s = prepare_call(prog, l, &stop, &a);
+  ht_status s = prepare_call(prog, l, &stop.stop, &a);
   if (!s) {
     double t0 = ht_now();
     ffi_call(&a.cif, ((c_program *)prog)->fn, NULL, a.values);
@@ -500,13 +509,14 @@ typedef struct c_event {
   pthread_t thread;
   void (*fn)(void);
   ffi_args args;
-  volatile int32_t stop; /* the launch's stop flag, raised by c_cancel */
+  ht_stop_block stop;     /* the launch's stop flag and signal slots, raised by c_cancel */
   int done;              /* set (atomically) when the call has returned */
   double kernel_s;
 } c_event;
 
 static void *call_thread(void *arg) {
   c_event *e = arg;
+  ht_stop_signal_unblock(); /* here and in the OpenMP threads this thread starts */
   double t0 = ht_now();
   ffi_call(&e->args.cif, e->fn, NULL, e->args.values);
   e->kernel_s = ht_now() - t0;
@@ -518,7 +528,8 @@ static ht_status c_launch_async(ht_device *dev, ht_program *prog, const ht_launc
   (void)dev;
   c_event *e = calloc(1, sizeof *e);
   if (!e) return ht_error(HT_ERR_NOMEM, "out of memory");
-  ht_status s = prepare_call(prog, l, &e->stop, &e->args);
+  ht_status s = ht_stop_block_init(&e->stop, ht_stop_default_slots());
+  if (!s) s = prepare_call(prog, l, &e->stop.stop, &e->args);
   int err = 0;
   if (!s) {
     e->fn = ((c_program *)prog)->fn;
@@ -527,6 +538,7 @@ static ht_status c_launch_async(ht_device *dev, ht_program *prog, const ht_launc
   }
   if (s) {
     ffi_args_free(&e->args);
+    ht_stop_block_free(&e->stop);
     free(e);
     return s;
   }
@@ -542,6 +554,7 @@ static ht_status c_wait(ht_device *dev, ht_event *ev, double *kernel_s) {
   if (err) return ht_error(HT_ERR_RUNTIME, "wait: cannot join the launch's thread: %s", strerror(err));
   if (kernel_s) *kernel_s = e->kernel_s;
   ffi_args_free(&e->args);
+  ht_stop_block_free(&e->stop);
   free(e);
   return HT_OK;
 }
@@ -553,7 +566,7 @@ static int c_poll(ht_device *dev, ht_event *ev) {
 
 static ht_status c_cancel(ht_device *dev, ht_event *ev) {
   (void)dev;
-  __atomic_store_n(&((c_event *)ev)->stop, 1, __ATOMIC_RELEASE);
+  ht_stop_block_raise(&((c_event *)ev)->stop);
   return HT_OK;
 }
 
