@@ -49,6 +49,11 @@ static const pair pairs[] = {
      {"c", "sim:0"},
      {"US=200000,GARBAGE=0", "US=0,GARBAGE=0"},
      {1000, 0}},
+    {"spin c 200 ms, stopped by signal / realtime sim GPU 50 ms",
+     {RACE "spin_signal.json", RACE "spin_c.json"},
+     {"c", "sim:0"},
+     {"US=200000,GARBAGE=0", "US=0,GARBAGE=0"},
+     {1000, 0}},
 };
 
 static int fail(const char *what) { return fprintf(stderr, "bench_race: %s: %s\n", what, ht_last_error()), 1; }

@@ -104,6 +104,30 @@ static void test_fast_beats_slow(void **state) {
   drop(&f);
 }
 
+/* A loser that never polls its flag (spin_signal.c, an OpenMP region of include/hetune/stop.h) is
+ * stopped by signal 30 s before its end; the same kernel as the winner runs whole. */
+static void test_signal_stopped_loser(void **state) {
+  (void)state;
+  fixture f;
+  variant_def v[] = {{"spin_c.json", "c", "US=20000,GARBAGE=0"},
+                     {"spin_signal.json", "c", "US=30000000,GARBAGE=1"},
+                     {"spin_signal.json", "c", "US=20000,GARBAGE=0"},
+                     {"spin_c.json", "c", "US=2000000,GARBAGE=1"}};
+  make(&f, v, 4, NULL, NULL);
+  static const int pairs[2][2] = {{0, 1}, {2, 3}};
+  for (int k = 0; k < 2; k++) {
+    memset(f.args[0].data, 0, sizeof(float) * (size_t)f.n);
+    ht_race_result r = race(&f, pairs[k], 2);
+    assert_int_equal(r.winner, pairs[k][0]);
+    assert_int_equal(of(&r, pairs[k][1])->outcome, HT_RACE_STOPPED);
+    fprintf(stderr, "race %d: won after %.1f ms, the loser stopped %.3f ms later\n", k, r.t_win * 1e3,
+            r.stop_delay * 1e3);
+    if (!(r.stop_delay < 1.0 && r.wall_s < 1.9)) fail_msg("stop delay %.3f s, wall %.3f s", r.stop_delay, r.wall_s);
+    check_doubled(&f, "after the race");
+  }
+  drop(&f);
+}
+
 /* Every variant failing (a roofline-only simulated device cannot time a launch without "work")
  * is one error naming each failure, and the caller's buffers stay as they were. */
 static void test_all_fail(void **state) {
@@ -417,6 +441,7 @@ int main(void) {
   setenv("HETUNE_SIM", DATA "sim.json", 1);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fast_beats_slow),
+    cmocka_unit_test(test_signal_stopped_loser),
     cmocka_unit_test(test_all_fail),
     cmocka_unit_test(test_unstoppable_loser_finishes),
     cmocka_unit_test(test_c_against_realtime_sim),
