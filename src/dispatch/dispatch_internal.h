@@ -20,9 +20,9 @@ typedef struct htd_point {
   uint64_t bucket; /* hash of the bucketed sizes */
   int64_t rep[HTD_MAX_SIZES]; /* the bucket's representative sizes */
   int n, next;     /* samples held (<= window), next slot to write */
-  double samples[HTD_WINDOW_MAX];
+  double samples[HTD_WINDOW_MAX]; /* in arrival order, a ring */
+  double sorted[HTD_WINDOW_MAX];  /* the same, in increasing order: the median without a sort */
   double median;
-  int stale;       /* samples added since the median was computed */
   int from_store;  /* 1: kernel times of tuning runs (+ modelled transfers), 0: calls measured here */
   int censored;    /* 1: only lower bounds (a race's stopped loser): the first measurement replaces them */
 } htd_point;
@@ -187,6 +187,8 @@ htd_point *htd_history_find(const htd_history *h, uint64_t bucket);
 void htd_point_add(htd_point *p, double seconds, int window);
 /* Raises every sample of p below bound to bound (a censored time: at least bound). */
 void htd_point_raise(htd_point *p, double bound);
+/* After p->samples changed other than through htd_point_add: sorts them again, and the median. */
+void htd_point_resort(htd_point *p);
 /* The time at work, interpolated in log-log between the nearest points (extrapolated along the
  * nearest two; one point scales by work). *exact: 1 when a point of this bucket answered. NAN
  * when there is no point. lo/hi: the band from the neighbours' sample spread. */

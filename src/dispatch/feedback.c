@@ -42,7 +42,7 @@ static void keep_newest(htd_point *p, int k, int window) {
   memcpy(p->samples, keep, sizeof keep[0] * (size_t)n);
   p->n = n;
   p->next = n % window;
-  p->median = ht_stat_median(keep, n);
+  htd_point_resort(p);
 }
 
 /* keep: the newest samples of now that already show the new speed. */

@@ -17,17 +17,19 @@ htd_point *htd_history_find(const htd_history *h, uint64_t bucket) {
   return NULL;
 }
 
-/* An insertion sort of at most HTD_WINDOW_MAX values: several times faster than qsort's calls
- * through a comparator at these sizes, and this runs on the path of every call. */
-static void point_update_median(htd_point *p) {
-  double v[HTD_WINDOW_MAX];
+static void update_median(htd_point *p) {
+  const double *v = p->sorted;
+  p->median = p->n % 2 ? v[p->n / 2] : 0.5 * (v[p->n / 2 - 1] + v[p->n / 2]);
+}
+
+void htd_point_resort(htd_point *p) {
   for (int i = 0; i < p->n; i++) {
     double x = p->samples[i];
     int k = i;
-    for (; k > 0 && v[k - 1] > x; k--) v[k] = v[k - 1];
-    v[k] = x;
+    for (; k > 0 && p->sorted[k - 1] > x; k--) p->sorted[k] = p->sorted[k - 1];
+    p->sorted[k] = x;
   }
-  p->median = p->n % 2 ? v[p->n / 2] : 0.5 * (v[p->n / 2 - 1] + v[p->n / 2]);
+  if (p->n) update_median(p);
 }
 
 static htd_point *point_insert(htd_history *h, double work, uint64_t bucket) {
@@ -49,23 +51,31 @@ static htd_point *point_insert(htd_history *h, double work, uint64_t bucket) {
   return p;
 }
 
+/* The sorted copy follows the ring: the sample the new one replaces leaves it, the new one goes in
+ * its place, both by moving at most a window of values, so every call has the exact median without
+ * a sort (this runs on the path of every dispatched call). */
 void htd_point_add(htd_point *p, double seconds, int window) {
+  int n = p->n;
+  if (n == window) { /* the oldest sample leaves */
+    double old = p->samples[p->next];
+    int at = 0;
+    while (at < n - 1 && p->sorted[at] != old) at++;
+    memmove(&p->sorted[at], &p->sorted[at + 1], sizeof p->sorted[0] * (size_t)(n - 1 - at));
+    n--;
+  }
+  int k = n;
+  for (; k > 0 && p->sorted[k - 1] > seconds; k--) p->sorted[k] = p->sorted[k - 1];
+  p->sorted[k] = seconds;
   p->samples[p->next] = seconds;
   p->next = (p->next + 1) % window;
-  if (p->n < window) p->n++;
-  /* The median is sorted out again every fourth sample, or at once when a sample lies more than
-   * 10% from it: a call at the same speed as before then costs no sort. */
-  if (p->n <= 3 || ++p->stale >= 4 || !(seconds > p->median / 1.1 && seconds < p->median * 1.1)) {
-    point_update_median(p);
-    p->stale = 0;
-  }
+  p->n = n + 1;
+  update_median(p);
 }
 
 void htd_point_raise(htd_point *p, double bound) {
   for (int i = 0; i < p->n; i++)
     if (p->samples[i] < bound) p->samples[i] = bound;
-  point_update_median(p);
-  p->stale = 0;
+  htd_point_resort(p);
 }
 
 htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const int64_t *rep, double seconds, int window,
@@ -86,7 +96,7 @@ htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const i
 
 void htd_history_scale(htd_history *h, double f) {
   for (int i = 0; i < h->n; i++) {
-    for (int k = 0; k < h->pts[i].n; k++) h->pts[i].samples[k] *= f;
+    for (int k = 0; k < h->pts[i].n; k++) h->pts[i].samples[k] *= f, h->pts[i].sorted[k] *= f;
     h->pts[i].median *= f;
   }
 }

@@ -236,7 +236,7 @@ static void add_copies(ht_computation *c, int vi) {
     htd_point *p = &v->hist.pts[i];
     if (!p->from_store) continue;
     double t = htd_transfer_s(c, vi, p->rep);
-    for (int k = 0; k < p->n; k++) p->samples[k] += t;
+    for (int k = 0; k < p->n; k++) p->samples[k] += t, p->sorted[k] += t;
     p->median += t;
   }
 }
