@@ -548,6 +548,85 @@ static void test_cli(void **state) {
   free(h), free(db), free(path), free(comp);
 }
 
+/* A model of options_c (all threads 4x faster, made-up times at N = 10^3 .. 10^6) stored with the
+ * provenance given; the computation chooses between the two configs on sim:0 by the model alone. */
+static ht_computation *two_configs_by_model(const ht_spec *s, const char *provenance, ht_store **st_out) {
+  char *db = ht_strfmt("%s/test_dispatch_bands.db", HT_BINARY_DIR);
+  unlink(db);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  for (int64_t n = 1000; n <= 1000000; n *= 10)
+    store_eval(st, s, "sim:0", n, "THREADS_ALL=0", 4e-9 * (double)n), store_eval(st, s, "sim:0", n, "THREADS_ALL=1", 1e-9 * (double)n);
+  ht_exec *ex;
+  ht_feature_set *fs;
+  ht_dataset *d;
+  ht_model *m;
+  ht_buf blob = {0};
+  if (ht_exec_open("sim:0", &ex) || ht_features_create(s, &ht_exec_device(ex)->info, &fs) ||
+      ht_dataset_from_store(fs, st, NULL, &d) || ht_model_fit("knn", d, "k=1", 1, &m) || ht_model_save(m, &blob))
+    fail_msg("%s", ht_last_error());
+  ht_model_record rec = {.name = "bands", .kind = "knn", .kernel_name = s->name, .source_hash = s->source_hash,
+                         .device_id = ht_exec_device(ex)->info.id, .n_rows = d->n_rows, .blob = blob.data,
+                         .blob_len = blob.len, .provenance_json = provenance};
+  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
+  ht_store_close(st);
+  /* a second store: the model without the tuning runs, so no size is measured */
+  unlink(db);
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
+  ht_computation *c;
+  assert_int_equal(ht_computation_create("bands", st, &c), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL), HT_OK);
+  assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=1", NULL), HT_OK);
+  assert_int_equal(ht_computation_set_options(c, "selector=model,explore=0"), HT_OK);
+  if (ht_computation_finish(c)) fail_msg("%s", ht_last_error());
+  ht_model_destroy(m);
+  ht_dataset_destroy(d);
+  ht_features_destroy(fs);
+  ht_buf_free(&blob);
+  ht_exec_close(ex);
+  free(db);
+  *st_out = st;
+  return c;
+}
+
+static ht_decision decide_at(ht_computation *c, int64_t n) {
+  ht_decision d;
+  if (ht_computation_decide(c, &n, &d)) fail_msg("%s", ht_last_error());
+  return d;
+}
+
+/* A model's recorded bands make its decisions close or not: the 4x faster config wins either way,
+ * but the slower one's band reaches the winner's only where the band is wide (inside the training
+ * sizes with the interpolation band, beyond them with the extrapolation band). */
+static void test_model_bands_close(void **state) {
+  (void)state;
+  static const char *prov =
+      "{\"work_min\": 1000, \"work_max\": 1000000, \"band_coverage\": 0.8, \"band_interp\": [0.9, 1.1], "
+      "\"band_extrap\": [0.2, 5.0]}";
+  ht_store *st;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = two_configs_by_model(s, prov, &st);
+  ht_decision in = decide_at(c, 50000), out = decide_at(c, 10000000);
+  assert_int_equal(in.variant, 1);
+  assert_int_equal(in.source, HT_SRC_MODEL);
+  assert_true(in.band_lo < in.pred_total_s && in.pred_total_s < in.band_hi);
+  assert_false(in.close); /* 4x apart, each within 10% */
+  assert_int_equal(out.variant, 1);
+  assert_true(out.band_hi > 4.5 * out.pred_total_s);
+  assert_true(out.close); /* beyond the training sizes: 0.2x - 5x */
+  ht_computation_destroy(c);
+  ht_store_close(st);
+  /* without a provenance: no bands, and 4x apart is not close */
+  c = two_configs_by_model(s, NULL, &st);
+  out = decide_at(c, 10000000);
+  assert_true(isnan(out.band_lo) && isnan(out.band_hi));
+  assert_false(out.close);
+  ht_computation_destroy(c);
+  ht_store_close(st);
+  ht_spec_destroy(s);
+}
+
 int main(void) {
   setenv("HETUNE_SIM", HT_SOURCE_DIR "/tests/data/sim/dispatch.json", 1);
   const struct CMUnitTest tests[] = {
@@ -559,7 +638,7 @@ int main(void) {
       cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_log_across_programs), cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
-      cmocka_unit_test(test_model_best_config),  cmocka_unit_test(test_cli),
+      cmocka_unit_test(test_model_best_config), cmocka_unit_test(test_model_bands_close),  cmocka_unit_test(test_cli),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

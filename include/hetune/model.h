@@ -206,6 +206,19 @@ ht_status ht_band_from_predictions(const double *y, const double *pred, int n, d
  * more data: 10 rows, or 3 distinct sizes. */
 ht_status ht_model_bands(const char *kind, const ht_dataset *d, const char *options, uint64_t seed, double coverage,
                          ht_band *interp, ht_band *extrap);
+/* Where a stored model is reliable, as `hetune model train` records it in the model's provenance
+ * (JSON keys work_min, work_max, band_coverage, band_interp, band_extrap): the training problems'
+ * range of work (the product of the problem sizes) and the two bands of ht_model_bands. */
+typedef struct ht_model_reach {
+  double work_min, work_max; /* NAN when not recorded */
+  ht_band interp, extrap;    /* n = 0 when not recorded */
+} ht_model_reach;
+/* Reads the reach from a provenance text; a text without those keys (or NULL: a model stored
+ * without provenance) gives no range and no bands. HT_ERR_PARSE for text that is not JSON. */
+ht_status ht_model_reach_parse(const char *provenance_json, ht_model_reach *out);
+/* The band for a problem of this work: interp inside the training range, extrap beyond (*inside
+ * says which; may be NULL). NULL when that band was not recorded. */
+const ht_band *ht_model_reach_band(const ht_model_reach *r, double work, int *inside);
 /* Median nanoseconds per ht_model_predict over calls calls cycling through d's rows. */
 double ht_model_latency_ns(const ht_model *m, const ht_dataset *d, int calls);
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
 
 #include "cli/cli.h"
 
@@ -32,27 +31,8 @@ typedef struct found_model {
   char name[256], spec_path[1024], device[64];
   int found;
   ht_status st;
-  /* from the provenance (model train): the training sizes' range and the prediction bands */
-  double work_min, work_max, coverage;
-  ht_band interp, extrap;
+  ht_model_reach reach; /* from the provenance (model train): the training sizes' range and bands */
 } found_model;
-
-static void read_band(json_t *prov, const char *key, double coverage, ht_band *b) {
-  json_t *r = json_object_get(prov, key);
-  if (json_is_array(r) && json_array_size(r) == 2)
-    *b = (ht_band){coverage, json_number_value(json_array_get(r, 0)), json_number_value(json_array_get(r, 1)), 1};
-}
-
-/* What predict reads from a model's provenance; models stored before bands existed have none. */
-static void read_provenance(const char *text, found_model *f) {
-  json_t *p = text ? json_loads(text, 0, NULL) : NULL;
-  f->work_min = json_number_value(json_object_get(p, "work_min"));
-  f->work_max = json_number_value(json_object_get(p, "work_max"));
-  f->coverage = json_number_value(json_object_get(p, "band_coverage"));
-  read_band(p, "band_interp", f->coverage, &f->interp);
-  read_band(p, "band_extrap", f->coverage, &f->extrap);
-  json_decref(p);
-}
 
 static int take_model(const ht_model_record *rec, void *ctx) {
   found_model *f = ctx;
@@ -61,7 +41,8 @@ static int take_model(const ht_model_record *rec, void *ctx) {
   snprintf(f->spec_path, sizeof f->spec_path, "%s", rec->spec_path ? rec->spec_path : "");
   snprintf(f->device, sizeof f->device, "%s", rec->device_id ? rec->device_id : "");
   f->st = ht_model_load(rec->blob, rec->blob_len, &f->model);
-  read_provenance(rec->provenance_json, f);
+  /* a provenance that is not JSON: predictions without bands, as for models stored before bands */
+  if (ht_model_reach_parse(rec->provenance_json, &f->reach)) ht_error_clear();
   if (f->st) ht_error_prefix(f->st, "%s: model '%s' (id %lld): ", "store", rec->name, (long long)rec->id);
   return 1;
 }
@@ -99,20 +80,14 @@ static void print_seconds(double s) {
   else printf("%.4f s", s);
 }
 
-/* The band for problem work w: interpolation inside the training sizes, extrapolation beyond. */
-static const ht_band *band_at(const found_model *f, double w, int *inside) {
-  *inside = w >= f->work_min && w <= f->work_max;
-  return *inside ? &f->interp : &f->extrap;
-}
-
 /* ", 80% band A-B" for a prediction t at problem work w; nothing without a band. No band reaches
  * below the roofline floor (floor, 0 without one): nothing runs faster than it. */
 static void print_band(const found_model *f, double w, double t, double floor) {
   int inside;
-  const ht_band *b = band_at(f, w, &inside);
-  if (!b->n) return;
+  const ht_band *b = ht_model_reach_band(&f->reach, w, &inside);
+  if (!b) return;
   double lo = fmax(b->lo * t, floor);
-  printf(", %.0f%% band ", 100 * f->coverage);
+  printf(", %.0f%% band ", 100 * b->coverage);
   print_seconds(lo);
   printf(" - ");
   print_seconds(fmax(b->hi * t, lo));
@@ -192,8 +167,8 @@ static void print_top(const top_ctx *t, long long n_top, const found_model *f) {
   printf("%s %s: the %lld of %zu configs predicted fastest (model '%s'", ht_spec_name(t->spec), problem,
          n_top < (long long)t->n ? n_top : (long long)t->n, t->n, f->name);
   int inside;
-  const ht_band *b = band_at(f, problem_work(t->spec), &inside);
-  if (b->n) printf("; each within %.3f-%.3f x its prediction at %.0f%%", b->lo, b->hi, 100 * b->coverage);
+  const ht_band *b = ht_model_reach_band(&f->reach, problem_work(t->spec), &inside);
+  if (b) printf("; each within %.3f-%.3f x its prediction at %.0f%%", b->lo, b->hi, 100 * b->coverage);
   printf(")\n");
   char *used = calloc(t->n + 1, 1);
   for (long long k = 0; used && k < n_top && k < (long long)t->n; k++) {

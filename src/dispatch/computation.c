@@ -278,16 +278,20 @@ void htd_size_vars(const ht_spec *spec, const int64_t *sizes, ht_value *vars) {
   for (int i = 0; i < spec->n_sizes; i++) vars[spec->first_size + i] = ht_int(sizes[i]);
 }
 
+double htd_problem_work(const ht_spec *spec, const int64_t *sizes) {
+  double w = 1;
+  for (int i = 0; i < spec->n_sizes; i++) w *= (double)(sizes[i] > 0 ? sizes[i] : 1);
+  return w;
+}
+
 double htd_work(const ht_spec *spec, const int64_t *sizes) {
   double w = 1;
   if (spec->work_flops) {
     ht_value vars[spec->n_names + 1];
     htd_size_vars(spec, sizes, vars);
     if (!ht_expr_eval_double(spec->work_flops, vars, &w) && w > 0) return w;
-    w = 1;
   }
-  for (int i = 0; i < spec->n_sizes; i++) w *= (double)(sizes[i] > 0 ? sizes[i] : 1);
-  return w;
+  return htd_problem_work(spec, sizes);
 }
 
 double htd_transfer_s(const ht_computation *c, int vi, const int64_t *sizes) {

@@ -35,8 +35,12 @@ void htd_estimate_variant(ht_computation *c, int vi, const int64_t *sizes, uint6
   }
   double k = model_kernel_s(c, vi, sizes);
   if (!isfinite(k)) return;
-  double tr = htd_transfer_s(c, vi, sizes);
-  *out = (htd_estimate){k, tr, (k + tr) * v->correction, NAN, NAN, HT_SRC_MODEL, 1};
+  double tr = htd_transfer_s(c, vi, sizes), f = v->correction;
+  *out = (htd_estimate){k, tr, (k + tr) * f, NAN, NAN, HT_SRC_MODEL, 1};
+  /* The model's band covers its kernel time (measured / predicted, out of sample), the copies
+   * come from their own table. */
+  const ht_band *b = ht_model_reach_band(&v->model_reach, htd_problem_work(v->spec, sizes), NULL);
+  if (b) out->lo = (k * b->lo + tr) * f, out->hi = (k * b->hi + tr) * f;
 }
 
 int htd_choose_fastest(ht_computation *c, const int64_t *sizes, int prefer_model, htd_estimate *est) {

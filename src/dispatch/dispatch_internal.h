@@ -78,6 +78,7 @@ typedef struct htd_variant {
   ht_transfer_table *transfers; /* copies to and from its device by size (NULL: none to add) */
   ht_model *model;       /* a stored model of this kernel on this device (NULL: none) */
   void *model_fs;        /* its feature set (ht_feature_set *) */
+  ht_model_reach model_reach; /* its training sizes and prediction bands, when recorded */
 } htd_variant;
 
 /* One decision cache slot. */
@@ -174,6 +175,8 @@ void htd_size_vars(const ht_spec *spec, const int64_t *sizes, ht_value *vars);
 uint64_t htd_bucket(const ht_computation *c, const int64_t *sizes, int64_t *rep);
 /* The call's work at sizes: the spec's flops expression, or the product of the sizes. */
 double htd_work(const ht_spec *spec, const int64_t *sizes);
+/* The product of the sizes: a model's measure of problem size (ht_dataset.work). */
+double htd_problem_work(const ht_spec *spec, const int64_t *sizes);
 /* Seconds to copy the buffers a variant reads in and writes out at sizes (0 on host devices). */
 double htd_transfer_s(const ht_computation *c, int v, const int64_t *sizes);
 

@@ -131,6 +131,7 @@ static ht_status take_best(eval_ctx *e) {
 typedef struct model_ctx {
   const htd_variant *v;
   ht_model *model;
+  ht_model_reach reach;
   ht_status st;
 } model_ctx;
 
@@ -141,12 +142,16 @@ static int on_model(const ht_model_record *r, void *ctx) {
       (r->device_id && *r->device_id && strcmp(r->device_id, info->id)))
     return 0;
   m->st = ht_model_load(r->blob, r->blob_len, &m->model);
+  if (!m->st && ht_model_reach_parse(r->provenance_json, &m->reach)) { /* the model without its bands */
+    ht_log(1, "%s: model '%s': %s", m->v->label, r->name, ht_last_error());
+    ht_error_clear();
+  }
   return 1; /* the newest that fits */
 }
 
 static ht_status load_model(ht_computation *c, int vi) {
   htd_variant *v = &c->v[vi];
-  model_ctx m = {v, NULL, HT_OK};
+  model_ctx m = {.v = v};
   ht_status st = ht_store_each_model(c->st, NULL, v->spec->name, on_model, &m);
   if (!st) st = m.st;
   if (st || !m.model) return st;
@@ -164,6 +169,7 @@ static ht_status load_model(ht_computation *c, int vi) {
   }
   v->model = m.model;
   v->model_fs = fs;
+  v->model_reach = m.reach;
   return HT_OK;
 }
 

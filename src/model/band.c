@@ -5,6 +5,7 @@
  * largest training sizes, one and two sizes beyond the rest (bench/prediction/bands.sh checks
  * both on held-out data; one step alone held 68% of the hold-out rows for an 80% band, pooling
  * one and two steps 80%). */
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,4 +84,43 @@ ht_status ht_model_bands(const char *kind, const ht_dataset *d, const char *opti
   ht_status st = interpolation_band(kind, d, options, seed, coverage, interp);
   if (!st) st = extrapolation_band(kind, d, options, seed, coverage, extrap);
   return st;
+}
+
+/* ---- a stored model's bands, from its provenance ---- */
+
+static void band_of(json_t *prov, const char *key, double coverage, ht_band *b) {
+  json_t *r = json_object_get(prov, key);
+  double lo = json_number_value(json_array_get(r, 0)), hi = json_number_value(json_array_get(r, 1));
+  if (json_is_array(r) && json_array_size(r) == 2 && lo > 0 && hi >= lo && isfinite(hi))
+    *b = (ht_band){coverage, lo, hi, 1};
+}
+
+static double number_or_nan(json_t *prov, const char *key) {
+  json_t *v = json_object_get(prov, key);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+ht_status ht_model_reach_parse(const char *provenance_json, ht_model_reach *out) {
+  memset(out, 0, sizeof *out);
+  out->work_min = out->work_max = NAN;
+  if (!provenance_json || !*provenance_json) return HT_OK;
+  json_error_t e;
+  json_t *p = json_loads(provenance_json, 0, &e);
+  if (!p) return ht_error(HT_ERR_PARSE, "model provenance: line %d: %s", e.line, e.text);
+  out->work_min = number_or_nan(p, "work_min");
+  out->work_max = number_or_nan(p, "work_max");
+  double coverage = number_or_nan(p, "band_coverage");
+  if (coverage > 0 && coverage < 1) {
+    band_of(p, "band_interp", coverage, &out->interp);
+    band_of(p, "band_extrap", coverage, &out->extrap);
+  }
+  json_decref(p);
+  return HT_OK;
+}
+
+const ht_band *ht_model_reach_band(const ht_model_reach *r, double work, int *inside) {
+  int in = work >= r->work_min && work <= r->work_max;
+  if (inside) *inside = in;
+  const ht_band *b = in ? &r->interp : &r->extrap;
+  return b->n ? b : NULL;
 }
