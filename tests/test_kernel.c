@@ -276,7 +276,8 @@ static void test_write_round_trip(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
-/* Text without a path is written as NAME.c; a kernel that would not finish writes nothing. */
+/* Text without a path is written as NAME.c (a reference's as NAME_reference.c); a kernel that
+ * would not finish writes nothing. */
 static void test_write_text_and_errors(void **state) {
   (void)state;
   char dir[] = "/tmp/ht_kernel_write_XXXXXX", path[256], src[256];
@@ -301,11 +302,21 @@ static void test_write_text_and_errors(void **state) {
   OK(ht_kernel_add_size(k, "N", 8));
   OK(ht_kernel_add_buffer(k, "o", HT_DTYPE_F32, "N", HT_ACCESS_WRITE));
   OK(ht_kernel_add_scalar(k, "n", HT_DTYPE_I32, "N"));
+  ht_kernel *ref;
+  OK(ht_kernel_reference(k, &ref));
+  OK(ht_kernel_set_source(ref, HT_LANG_C, "void r(float *o, int n) { for (int i = 0; i < n; i++) o[i] = 1.0f; }\n",
+                          NULL));
+  OK(ht_kernel_set_entry(ref, "r"));
   OK(ht_kernel_write_json(k, path));
   snprintf(src, sizeof src, "%s/fill1.c", dir);
   ht_spec *a = load(path), *b = load(path);
   assert_string_equal(a->kernel.source_path, src);
   assert_string_equal(a->source_hash, b->source_hash);
+  /* the reference's text has a file of its own: both sources survive the write */
+  snprintf(src, sizeof src, "%s/fill1_reference.c", dir);
+  assert_string_equal(a->reference.source_path, src);
+  assert_non_null(strstr(a->kernel.source_text, "void f("));
+  assert_non_null(strstr(a->reference.source_text, "void r("));
   ht_spec_destroy(a);
   ht_spec_destroy(b);
   expect_error(ht_kernel_write_json(NULL, path), HT_ERR_INVALID, "ht_kernel_write_json: give the kernel");

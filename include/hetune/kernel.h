@@ -121,7 +121,8 @@ ht_status ht_kernel_finish(ht_kernel *k, ht_spec **out);
 /* Writes k as a spec file at path (docs/spec.md), after the checks of ht_kernel_finish (a kernel
  * that would not finish writes nothing and gets its error), so ht_spec_load(path) makes the spec
  * ht_kernel_finish makes. A source given as text is written to the file its path names (relative
- * to the base folder), or without a path to NAME.c (.cl, .cu) there, replacing what was there.
+ * to the base folder), or without a path to NAME.c (.cl, .cu; a reference's to NAME_reference.c)
+ * there, replacing what was there.
  * Relative paths stay relative when path is in the base folder, else they are written absolute.
  * The file's identity (source_hash) is the built spec's when path is in the base folder and every
  * source has a path; a text source without one gets a path in the file, so an identity of its own.

@@ -162,7 +162,11 @@ static ht_status finish_geometry(const ht_kernel *kk, ht_spec *s, spec_area area
 }
 
 /* Source text without a file is named after the kernel, in the base folder (#include looks there). */
-static const char *source_ext(ht_language lang) { return lang == HT_LANG_OPENCL ? "cl" : lang == HT_LANG_CUDA ? "cu" : "c"; }
+char *kb_source_file(const ht_kernel *kk, const ht_kernel *root) {
+  if (kk->path) return ht_strdup(kk->path);
+  const char *ext = kk->lang == HT_LANG_OPENCL ? "cl" : kk->lang == HT_LANG_CUDA ? "cu" : "c";
+  return ht_strfmt("%s%s.%s", root->name, kk != root ? "_reference" : "", ext);
+}
 
 static ht_status finish_source(const ht_kernel *kk, const ht_kernel *root, ht_spec *s, ht_spec_kernel *out) {
   const int is_ref = kk != root;
@@ -172,8 +176,9 @@ static ht_status finish_source(const ht_kernel *kk, const ht_kernel *root, ht_sp
     return kb_fail(kk, area, 0, NULL, NULL, HT_ERR_INVALID, "missing required field \"%ssource\"", prefix);
   if (!kk->entry) return kb_fail(kk, area, 0, NULL, NULL, HT_ERR_INVALID, "missing required field \"%sentry\"", prefix);
   out->lang = kk->lang;
-  if (kk->path) out->source_path = kb_resolve(root->base_dir, kk->path);
-  else out->source_path = ht_strfmt("%s/%s.%s", root->base_dir ? root->base_dir : ".", root->name, source_ext(kk->lang));
+  char *file = kb_source_file(kk, root);
+  out->source_path = file ? kb_resolve(kk->path || root->base_dir ? root->base_dir : ".", file) : NULL;
+  free(file);
   out->entry = ht_strdup(kk->entry);
   out->flags = kk->flags ? ht_strdup(kk->flags) : NULL;
   if (!out->source_path || !out->entry || (kk->flags && !out->flags)) return nomem();

@@ -114,5 +114,9 @@ ht_status kb_compile(const ht_kernel *k, const ht_spec *s, spec_area area, int i
 ht_status kb_check_signatures(const ht_kernel *k, ht_spec *s);
 /* dir/file, or file when it is absolute or dir is NULL (malloc'ed). */
 char *kb_resolve(const char *dir, const char *file);
+/* The file of kk's source: its path, or for text without one a name after the kernel root, in its
+ * base folder: NAME.c (.cl, .cu), the reference's NAME_reference.c, so neither overwrites the
+ * other when written (malloc'ed, relative to the base folder unless the path was absolute). */
+char *kb_source_file(const ht_kernel *kk, const ht_kernel *root);
 
 #endif

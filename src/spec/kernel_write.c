@@ -22,19 +22,11 @@ static json_t *path_json(const char *abs_base, const char *path) {
   return j;
 }
 
-/* The file the source of kk is in: its path, or for text without one the name ht_kernel_finish
- * gives it (NAME.c, .cl, .cu after the kernel). */
-static char *source_name(const ht_kernel *kk, const ht_kernel *root) {
-  if (kk->path) return ht_strdup(kk->path);
-  const char *ext = kk->lang == HT_LANG_OPENCL ? "cl" : kk->lang == HT_LANG_CUDA ? "cu" : "c";
-  return ht_strfmt("%s.%s", root->name, ext);
-}
-
 /* Writes kk's source text (when it has one) where ht_kernel_finish says it is, and names that file
  * under "source" in o, the kernel's or the reference's object of the description. */
 static ht_status write_source(const ht_kernel *kk, const ht_kernel *root, const char *abs_base, json_t *o) {
   if (!kk->has_source) return HT_OK;
-  char *name = source_name(kk, root), *file = name ? kb_resolve(root->base_dir, name) : NULL;
+  char *name = kb_source_file(kk, root), *file = name ? kb_resolve(root->base_dir, name) : NULL;
   ht_status st = file ? HT_OK : nomem();
   if (!st && kk->text) st = ht_write_file_atomic(file, kk->text, strlen(kk->text));
   if (!st && json_object_set_new(o, "source", path_json(abs_base, name))) st = nomem();
