@@ -295,9 +295,24 @@ static void test_fuzz(void **state) {
   }
 }
 
+/* An error message may quote the one before it, as the last error itself: "outer: inner". */
+static void test_error_quotes_last_error(void **state) {
+  (void)state;
+  ht_expr *e = NULL;
+  assert_int_not_equal(ht_expr_compile("1 +", NULL, 0, &e), HT_OK);
+  char inner[256];
+  snprintf(inner, sizeof inner, "%s", ht_last_error());
+  assert_true(inner[0] != '\0');
+  ht_error(HT_ERR_PARSE, "wrapper: %s (and again: %s)", ht_last_error(), ht_last_error());
+  char want[700];
+  snprintf(want, sizeof want, "wrapper: %s (and again: %s)", inner, inner);
+  assert_string_equal(ht_last_error(), want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_precedence),     cmocka_unit_test(test_int_float),
+    cmocka_unit_test(test_error_quotes_last_error),
     cmocka_unit_test(test_pow_int),        cmocka_unit_test(test_python_restrictions),
     cmocka_unit_test(test_strings),        cmocka_unit_test(test_division_by_zero),
     cmocka_unit_test(test_parse_errors),   cmocka_unit_test(test_uses),

@@ -11,11 +11,14 @@ const char *ht_last_error(void) { return last_error; }
 
 void ht_error_clear(void) { last_error[0] = '\0'; }
 
+/* Formatted aside first: an argument may be the last error itself (ht_last_error()). */
 ht_status ht_error(ht_status code, const char *fmt, ...) {
+  char text[sizeof last_error];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  memcpy(last_error, text, sizeof text);
   return code;
 }
 
