@@ -397,36 +397,48 @@ static void test_tuned_times_get_copies(void **state) {
   free(db);
 }
 
-/* A "best" variant with nothing tuned at its size and a stored model runs the model's fastest
- * config; the model answers for its kernel time where nothing was measured. */
-static void test_model_best_config(void **state) {
-  (void)state;
-  char *db = ht_strfmt("%s/test_dispatch_model.db", HT_BINARY_DIR);
+/* A store holding only a model of options_c on sim:0 (made-up times at N = 10^3 .. 10^6, all
+ * threads 4x faster), fitted in a store of tuning runs that is then dropped, so no size is
+ * measured; provenance (may be NULL) is stored with the model. */
+static ht_store *model_only_store(const ht_spec *s, const char *name, const char *provenance) {
+  char *runs = ht_strfmt("%s/test_dispatch_%s_runs.db", HT_BINARY_DIR, name);
+  char *db = ht_strfmt("%s/test_dispatch_%s.db", HT_BINARY_DIR, name);
+  unlink(runs);
   unlink(db);
   ht_store *st;
-  assert_int_equal(ht_store_open(db, &st), HT_OK);
-  ht_spec *s = load(SPEC);
-  for (int64_t n = 1000; n <= 1000000; n *= 10) /* made-up: all threads 4x faster */
+  assert_int_equal(ht_store_open(runs, &st), HT_OK);
+  for (int64_t n = 1000; n <= 1000000; n *= 10)
     store_eval(st, s, "sim:0", n, "THREADS_ALL=0", 4e-9 * (double)n), store_eval(st, s, "sim:0", n, "THREADS_ALL=1", 1e-9 * (double)n);
   ht_exec *ex;
-  assert_int_equal(ht_exec_open("sim:0", &ex), HT_OK);
   ht_feature_set *fs;
   ht_dataset *d;
   ht_model *m;
   ht_buf blob = {0};
-  if (ht_features_create(s, &ht_exec_device(ex)->info, &fs) || ht_dataset_from_store(fs, st, NULL, &d) ||
-      ht_model_fit("knn", d, "k=1", 1, &m) || ht_model_save(m, &blob))
+  if (ht_exec_open("sim:0", &ex) || ht_features_create(s, &ht_exec_device(ex)->info, &fs) ||
+      ht_dataset_from_store(fs, st, NULL, &d) || ht_model_fit("knn", d, "k=1", 1, &m) || ht_model_save(m, &blob))
     fail_msg("%s", ht_last_error());
-  ht_model_record rec = {.name = "options", .kind = "knn", .kernel_name = s->name, .source_hash = s->source_hash,
+  ht_model_record rec = {.name = name, .kind = "knn", .kernel_name = s->name, .source_hash = s->source_hash,
                          .device_id = ht_exec_device(ex)->info.id, .n_rows = d->n_rows, .blob = blob.data,
-                         .blob_len = blob.len};
-  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
-  /* a store with the model but none of the tuning runs: the variant's sizes are all unmeasured */
+                         .blob_len = blob.len, .provenance_json = provenance};
   ht_store_close(st);
-  char *db2 = ht_strfmt("%s/test_dispatch_model2.db", HT_BINARY_DIR);
-  unlink(db2);
-  assert_int_equal(ht_store_open(db2, &st), HT_OK);
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
   assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
+  ht_model_destroy(m);
+  ht_dataset_destroy(d);
+  ht_features_destroy(fs);
+  ht_buf_free(&blob);
+  ht_exec_close(ex);
+  free(runs);
+  free(db);
+  return st;
+}
+
+/* A "best" variant with nothing tuned at its size and a stored model runs the model's fastest
+ * config; the model answers for its kernel time where nothing was measured. */
+static void test_model_best_config(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_store *st = model_only_store(s, "model", NULL);
   ht_computation *c;
   assert_int_equal(ht_computation_create("model", st, &c), HT_OK);
   assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "best", NULL), HT_OK);
@@ -438,15 +450,8 @@ static void test_model_best_config(void **state) {
   assert_string_equal(dec.config, "THREADS_ALL=1");
   assert_int_equal(dec.source, HT_SRC_MODEL);
   ht_computation_destroy(c);
-  ht_model_destroy(m);
-  ht_dataset_destroy(d);
-  ht_features_destroy(fs);
-  ht_buf_free(&blob);
-  ht_exec_close(ex);
   ht_spec_destroy(s);
   ht_store_close(st);
-  free(db);
-  free(db2);
 }
 
 /* The exported header compiles on its own and finds the same decisions as the computation. */
@@ -548,45 +553,15 @@ static void test_cli(void **state) {
   free(h), free(db), free(path), free(comp);
 }
 
-/* A model of options_c (all threads 4x faster, made-up times at N = 10^3 .. 10^6) stored with the
- * provenance given; the computation chooses between the two configs on sim:0 by the model alone. */
-static ht_computation *two_configs_by_model(const ht_spec *s, const char *provenance, ht_store **st_out) {
-  char *db = ht_strfmt("%s/test_dispatch_bands.db", HT_BINARY_DIR);
-  unlink(db);
-  ht_store *st;
-  assert_int_equal(ht_store_open(db, &st), HT_OK);
-  for (int64_t n = 1000; n <= 1000000; n *= 10)
-    store_eval(st, s, "sim:0", n, "THREADS_ALL=0", 4e-9 * (double)n), store_eval(st, s, "sim:0", n, "THREADS_ALL=1", 1e-9 * (double)n);
-  ht_exec *ex;
-  ht_feature_set *fs;
-  ht_dataset *d;
-  ht_model *m;
-  ht_buf blob = {0};
-  if (ht_exec_open("sim:0", &ex) || ht_features_create(s, &ht_exec_device(ex)->info, &fs) ||
-      ht_dataset_from_store(fs, st, NULL, &d) || ht_model_fit("knn", d, "k=1", 1, &m) || ht_model_save(m, &blob))
-    fail_msg("%s", ht_last_error());
-  ht_model_record rec = {.name = "bands", .kind = "knn", .kernel_name = s->name, .source_hash = s->source_hash,
-                         .device_id = ht_exec_device(ex)->info.id, .n_rows = d->n_rows, .blob = blob.data,
-                         .blob_len = blob.len, .provenance_json = provenance};
-  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
-  ht_store_close(st);
-  /* a second store: the model without the tuning runs, so no size is measured */
-  unlink(db);
-  assert_int_equal(ht_store_open(db, &st), HT_OK);
-  assert_int_equal(ht_store_put_model(st, &rec, NULL), HT_OK);
+/* The two configs of options_c on sim:0, chosen by the model alone. */
+static ht_computation *two_configs_by_model(const ht_spec *s, const char *provenance, ht_store **st) {
+  *st = model_only_store(s, "bands", provenance);
   ht_computation *c;
-  assert_int_equal(ht_computation_create("bands", st, &c), HT_OK);
+  assert_int_equal(ht_computation_create("bands", *st, &c), HT_OK);
   assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL), HT_OK);
   assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=1", NULL), HT_OK);
   assert_int_equal(ht_computation_set_options(c, "selector=model,explore=0"), HT_OK);
   if (ht_computation_finish(c)) fail_msg("%s", ht_last_error());
-  ht_model_destroy(m);
-  ht_dataset_destroy(d);
-  ht_features_destroy(fs);
-  ht_buf_free(&blob);
-  ht_exec_close(ex);
-  free(db);
-  *st_out = st;
   return c;
 }
 
