@@ -9,7 +9,8 @@
 # Stages (each builds first when needed; the build is kept while the machine stays warm):
 #   info       the machine: OS, glibc, compilers, GPU
 #   test       ctest -L gpu, then test_device and test_examples (CUDA paths run where a GPU is)
-#   bandwidth  hetune bandwidth --device cuda (the roofline curve of the CUDA device)
+#   bandwidth  hetune devices --power (NVML's reading, found by PCI bus), then hetune bandwidth
+#              --device cuda (the roofline curve of the CUDA device)
 #   gemm       hetune gemm 4096^3 --device cuda against cuBLAS (issue 5's goal: >= 90%)
 #   bench      bench/gemm/run.sh on cuda: squares 1024-4096 and the thesis rectangles at full size
 #   resnet     bench/gemm/run.sh on cuda: the 20 ResNet50-v1.5 GEMMs at full size (RESNET_SCALE=1)
@@ -72,7 +73,7 @@ stage_test() {
 }
 
 stage_bandwidth() {
-  step devices "$BUILD/hetune" devices
+  step devices "$BUILD/hetune" devices --power
   step bandwidth "$BUILD/hetune" bandwidth --device cuda --db "$OUT/bandwidth.db"
 }
 

@@ -1,6 +1,7 @@
 /* Device power figures: a simulated device's model read back; RAPL counters in a planted powercap
  * tree (two packages, parts and a psys domain that are no package, a counter wrapping around,
- * unreadable files) measured on a scripted clock and on the real one; NVML absent; the command. */
+ * unreadable files) measured on a scripted clock and on the real one; NVML absent, and a stand-in
+ * for it that checks a CUDA device is found by its PCI bus; the command. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -183,9 +184,51 @@ static void test_rapl_errors(void **state) {
 static void test_nvml_absent(void **state) {
   (void)state;
   ht_device_power_info p;
-  expect_error(ht_power_nvml("cuda:0", "libhetune-no-such-nvml.so.1", 0, &p), HT_ERR_UNSUPPORTED,
+  expect_error(ht_power_nvml("cuda:0", "libhetune-no-such-nvml.so.1", 0, NULL, &p), HT_ERR_UNSUPPORTED,
                "no power reading for device cuda:0: libhetune-no-such-nvml.so.1 not found");
-  expect_error(ht_power_nvml("cuda:0", "libm.so.6", 0, &p), HT_ERR_UNSUPPORTED, "lacks the NVML power calls");
+  expect_error(ht_power_nvml("cuda:0", "libm.so.6", 0, NULL, &p), HT_ERR_UNSUPPORTED, "lacks the NVML power calls");
+}
+
+/* A stand-in for libnvidia-ml (no NVIDIA driver here), with the calls hetune makes, built for the
+ * test: two GPUs in bus order, 0000:17:00.0 drawing 60 W under a 300 W limit and 0000:65:00.0
+ * 80 W under 700 W; any other bus is not found (NVML_ERROR_NOT_FOUND, 6). */
+static const char *fake_nvml =
+    "static const char *bus[2] = {\"0000:17:00.0\", \"0000:65:00.0\"};\n"
+    "static const unsigned draw[2] = {60000, 80000}, limit[2] = {300000, 700000};\n"
+    "int nvmlInit_v2(void) { return 0; }\n"
+    "int nvmlShutdown(void) { return 0; }\n"
+    "const char *nvmlErrorString(int rc) { return rc == 6 ? \"Not Found\" : \"Unknown Error\"; }\n"
+    "int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d) { if (i > 1) return 6; *d = (void *)(long)(i + 1); return 0; }\n"
+    "int nvmlDeviceGetHandleByPciBusId_v2(const char *b, void **d) {\n"
+    "  for (int i = 0; i < 2; i++) {\n"
+    "    const char *p = b, *q = bus[i];\n"
+    "    while (*p && *p == *q) p++, q++;\n"
+    "    if (!*p && !*q) { *d = (void *)(long)(i + 1); return 0; }\n"
+    "  }\n"
+    "  return 6;\n"
+    "}\n"
+    "int nvmlDeviceGetPowerUsage(void *d, unsigned *mw) { *mw = draw[(long)d - 1]; return 0; }\n"
+    "int nvmlDeviceGetEnforcedPowerLimit(void *d, unsigned *mw) { *mw = limit[(long)d - 1]; return 0; }\n";
+
+/* CUDA's device 0 may be NVML's device 1 (CUDA counts fastest first, NVML by bus): the reading goes
+ * by the bus where the CUDA backend knows it, by index otherwise. */
+static void test_nvml_by_bus(void **state) {
+  (void)state;
+  const char *dir = HT_BINARY_DIR;
+  write_file(dir, "test_power_fake_nvml.c", fake_nvml);
+  char *lib = ht_strfmt("%s/libtest_power_fake_nvml.so", dir);
+  char *cmd = ht_strfmt("cc -shared -fPIC -o %s %s/test_power_fake_nvml.c", lib, dir);
+  assert_int_equal(system(cmd), 0);
+  ht_device_power_info p;
+  assert_int_equal(ht_power_nvml("cuda:0", lib, 0, "0000:65:00.0", &p), HT_OK);
+  assert_true(p.active_w == 700 && p.idle_w == 80);
+  assert_non_null(strstr(p.detail, "PCI 0000:65:00.0"));
+  assert_int_equal(ht_power_nvml("cuda:0", lib, 0, "", &p), HT_OK); /* no bus known: by index */
+  assert_true(p.active_w == 300 && p.idle_w == 60);
+  expect_error(ht_power_nvml("cuda:1", lib, 1, "0000:99:00.0", &p), HT_ERR_UNSUPPORTED,
+               "no power reading for device cuda:1: nvmlDeviceGetHandleByPciBusId_v2 failed: Not Found");
+  free(cmd);
+  free(lib);
 }
 
 static void test_cli(void **state) {
@@ -208,7 +251,7 @@ int main(void) {
   setenv("HETUNE_SIM", HT_SOURCE_DIR "/tests/data/sim/coexec.json", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sim_figures), cmocka_unit_test(test_rapl_scripted), cmocka_unit_test(test_rapl_real_clock),
-      cmocka_unit_test(test_rapl_errors), cmocka_unit_test(test_nvml_absent),   cmocka_unit_test(test_cli),
+      cmocka_unit_test(test_rapl_errors), cmocka_unit_test(test_nvml_absent), cmocka_unit_test(test_nvml_by_bus),   cmocka_unit_test(test_cli),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

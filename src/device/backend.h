@@ -60,6 +60,7 @@ struct ht_device {
   int index;  /* in the backend's probe list */
   void *impl; /* backend state */
   unsigned caps_extra; /* HT_CAP_* this device has beyond its backend's (a realtime sim device) */
+  char pci_bus_id[32];  /* "0000:3b:00.0" where the backend knows it (cuda), else "" */
 };
 
 /* The registry (registry.c): the backends in their table's order, or by name (NULL when none). */

@@ -94,6 +94,7 @@ static ht_status cu_load(cu_api *a) {
   LOAD(MemFreeHost, "cuMemFreeHost", NULL);
   LOAD(GetErrorName, "cuGetErrorName", NULL);
   if (missing) return ht_error(HT_ERR_UNSUPPORTED, "libcuda.so.1 is too old (missing entry points)");
+  *(void **)&a->DeviceGetPCIBusId = dlsym(lib, "cuDeviceGetPCIBusId"); /* for NVML, which counts by bus */
   a->lib = lib;
   return HT_OK;
 }
@@ -211,6 +212,9 @@ static ht_status cuda_open(ht_device *dev, int index) {
     return s;
   }
   dev->impl = im;
+  /* CUDA numbers devices fastest first, NVML by PCI bus: power readings find the device by bus. */
+  if (im->api.DeviceGetPCIBusId && im->api.DeviceGetPCIBusId(dev->pci_bus_id, (int)sizeof dev->pci_bus_id, im->dev))
+    dev->pci_bus_id[0] = '\0';
   return HT_OK;
 }
 

@@ -65,6 +65,7 @@ typedef struct cu_api {
   cu_result (*MemHostGetDevicePointer)(cu_devptr *d, void *p, unsigned flags);
   cu_result (*MemFreeHost)(void *p);
   cu_result (*GetErrorName)(cu_result r, const char **name);
+  cu_result (*DeviceGetPCIBusId)(char *id, int len, cu_device d); /* optional: NULL when absent */
 } cu_api;
 
 typedef int nvrtc_result; /* nvrtcResult, 0 = NVRTC_SUCCESS */

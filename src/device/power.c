@@ -27,7 +27,7 @@ static ht_status power_c(ht_device *dev, const ht_device_power_options *o, ht_de
 
 static ht_status power_cuda(ht_device *dev, const ht_device_power_options *o, ht_device_power_info *out) {
   (void)o;
-  return ht_power_nvml(dev->info.id, NULL, dev->index, out);
+  return ht_power_nvml(dev->info.id, NULL, dev->index, dev->pci_bus_id, out);
 }
 
 static const struct {

@@ -25,6 +25,6 @@ ht_status ht_power_rapl(const char *id, const char *root, const ht_device_power_
 
 /* NVML from library lib (NULL: "libnvidia-ml.so.1") for the CUDA device of index: active = the
  * enforced power limit, idle = the power drawn now. */
-ht_status ht_power_nvml(const char *id, const char *lib, int index, ht_device_power_info *out);
+ht_status ht_power_nvml(const char *id, const char *lib, int index, const char *pci_bus_id, ht_device_power_info *out);
 
 #endif
