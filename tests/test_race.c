@@ -387,6 +387,10 @@ static void test_race_dispatch(void **state) {
   assert_int_equal(r.n, 2); /* nothing known: raced */
   assert_int_equal(d.variant, 0);
   check_doubled(&f, "raced dispatch");
+  assert_int_equal(ht_race_dispatch(f.c, &f.n, f.args, &d, &t, &r), HT_OK);
+  assert_int_equal(r.n, 0); /* the loser is known to take at least the winner's time: not raced again */
+  assert_int_equal(d.variant, 0);
+  assert_false(d.close);
   ht_computation_run_variant(f.c, 1, &f.n, f.args, NULL); /* its real time: far from variant 0's */
   check_doubled(&f, "calibration"); /* undone by the next call */
   assert_int_equal(ht_race_dispatch(f.c, &f.n, f.args, &d, &t, &r), HT_OK);

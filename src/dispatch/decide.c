@@ -27,16 +27,18 @@ void htd_estimate_variant(ht_computation *c, int vi, const int64_t *sizes, uint6
   int exact;
   double lo, hi, work = htd_work(v->spec, sizes);
   double t = htd_history_estimate(&v->hist, work, bucket, &exact, &lo, &hi);
-  *out = (htd_estimate){NAN, NAN, NAN, NAN, NAN, HT_SRC_HISTORY, 0};
+  *out = (htd_estimate){NAN, NAN, NAN, NAN, NAN, HT_SRC_HISTORY, 0, 0};
   if (isfinite(t) && (exact || !prefer_model || !v->model)) {
     double f = exact ? 1 : v->correction;
-    *out = (htd_estimate){NAN, NAN, t * f, lo * f, hi * f, exact ? HT_SRC_MEASURED : HT_SRC_HISTORY, 1};
+    const htd_point *p = exact ? htd_history_find(&v->hist, bucket) : NULL;
+    *out = (htd_estimate){NAN, NAN, t * f, lo * f, hi * f, exact ? HT_SRC_MEASURED : HT_SRC_HISTORY, 1,
+                          p && p->censored};
     return;
   }
   double k = model_kernel_s(c, vi, sizes);
   if (!isfinite(k)) return;
   double tr = htd_transfer_s(c, vi, sizes), f = v->correction;
-  *out = (htd_estimate){k, tr, (k + tr) * f, NAN, NAN, HT_SRC_MODEL, 1};
+  *out = (htd_estimate){k, tr, (k + tr) * f, NAN, NAN, HT_SRC_MODEL, 1, 0};
   /* The model's band covers its kernel time (measured / predicted, out of sample), the copies
    * come from their own table. */
   const ht_band *b = ht_model_reach_band(&v->model_reach, htd_problem_work(v->spec, sizes), NULL);
@@ -126,8 +128,11 @@ static int from_static(const ht_computation *c, uint64_t key, ht_decision *out) 
   return 1;
 }
 
-/* Bands overlap, or, without bands, the runner-up is within 10%. */
+/* Bands overlap, or, without bands, the runner-up is within 10%. A runner-up known only to take at
+ * least the winner's time (it lost a race to it) is not close: racing or exploring it again would
+ * only repeat what the race showed. */
 static int is_close(const htd_estimate *w, const htd_estimate *r) {
+  if (r->bound && r->total_s >= w->total_s) return 0;
   if (isfinite(w->hi) && isfinite(r->lo)) return r->lo <= w->hi;
   return r->total_s <= 1.1 * w->total_s;
 }

@@ -100,6 +100,7 @@ typedef struct htd_estimate {
   double kernel_s, transfer_s, total_s, lo, hi; /* NAN when unknown */
   ht_decision_source source;
   int calibrated; /* 0: nothing is known of the variant's time */
+  int bound;      /* 1: total_s is only a lower bound here (a race's stopped loser) */
 } htd_estimate;
 
 typedef struct htd_selector_ops {

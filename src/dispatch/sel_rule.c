@@ -8,7 +8,7 @@ static int choose(ht_computation *c, const int64_t *sizes, htd_estimate *est) {
   const ht_spec *s = c->spec0;
   ht_value vars[HTD_MAX_SIZES];
   for (int i = 0; i < s->n_sizes; i++) vars[i] = ht_int(sizes[i]);
-  for (int i = 0; i < c->n_variants; i++) est[i] = (htd_estimate){NAN, NAN, NAN, NAN, NAN, HT_SRC_RULE, 0};
+  for (int i = 0; i < c->n_variants; i++) est[i] = (htd_estimate){NAN, NAN, NAN, NAN, NAN, HT_SRC_RULE, 0, 0};
   int64_t v;
   ht_status st = ht_expr_eval_int(c->rule, vars, &v);
   if (st) return ht_error_prefix(st, "%s: rule '%s': ", c->name, c->rule_text), -1;
