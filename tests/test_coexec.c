@@ -382,6 +382,45 @@ static void test_energy_from_device_power(void **state) {
   free(path);
 }
 
+/* A CPU's power measured once (RAPL, every core loaded) is kept in the computation's store: with
+ * no RAPL counters to read here, the energy plan needs the stored figure, and a computation without
+ * the store fails to get one. */
+static void test_energy_power_from_store(void **state) {
+  (void)state;
+  char *db = ht_strfmt("%s/test_coexec_power.db", HT_BINARY_DIR), *path = options_file("store_power", "c,sim:1", NULL);
+  unlink(db);
+  setenv("HETUNE_POWERCAP_DIR", "/nonexistent-hetune-powercap", 1);
+  int64_t n = 40000;
+  for (int with_store = 0; with_store < 2; with_store++) {
+    ht_store *st = NULL;
+    if (with_store) {
+      ht_device *dev;
+      ht_device_power_info p = {.active_w = 95, .idle_w = 20, .source = "rapl", .detail = "planted by the test"};
+      assert_int_equal(ht_store_open(db, &st), HT_OK);
+      assert_int_equal(ht_device_open("c", &dev), HT_OK);
+      assert_int_equal(ht_store_put_power(st, ht_device_info_get(dev), &p), HT_OK);
+      ht_device_close(dev);
+    }
+    ht_coexec *x;
+    if (ht_coexec_load(path, st, &x)) fail_msg("%s", ht_last_error());
+    double alone[2];
+    calibrate(x, n, alone);
+    calibrate(x, n / 2, alone);
+    assert_int_equal(ht_coexec_set_options(x, "energy=0.01"), HT_OK);
+    ht_coexec_report r;
+    ht_status s = ht_coexec_plan(x, &n, &r);
+    if (!with_store && (s != HT_ERR_UNSUPPORTED || !strstr(ht_last_error(), "no power reading for device c:0")))
+      fail_msg("without the store: %d %s", s, ht_last_error());
+    if (with_store && s) fail_msg("%s", ht_last_error());
+    if (with_store) assert_true(x->power_w[0] == 95 - 20);
+    ht_coexec_destroy(x);
+    if (st) ht_store_close(st);
+  }
+  unsetenv("HETUNE_POWERCAP_DIR");
+  free(path);
+  free(db);
+}
+
 static int cli(const char *args, char *out, size_t len) { return run_shell(NULL, args, out, len); }
 
 static void test_cli(void **state) {
@@ -430,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_plan_cache),
       cmocka_unit_test(test_c_and_opencl),
       cmocka_unit_test(test_energy_rule),
+      cmocka_unit_test(test_energy_power_from_store),
       cmocka_unit_test(test_energy_from_device_power),
       cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_cli),

@@ -1,7 +1,7 @@
 /* Device power figures: a simulated device's model read back; RAPL counters in a planted powercap
  * tree (two packages, parts and a psys domain that are no package, a counter wrapping around,
  * unreadable files) measured on a scripted clock and on the real one; NVML absent, and a stand-in
- * for it that checks a CUDA device is found by its PCI bus; the command. */
+ * for it that checks a CUDA device is found by its PCI bus; figures kept in a store; the command. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,6 +17,7 @@
 
 #include "device/backend.h"
 #include "device/power.h"
+#include "hetune/store.h"
 
 #define TREE HT_BINARY_DIR "/test_power_tree"
 
@@ -231,6 +232,37 @@ static void test_nvml_by_bus(void **state) {
   free(lib);
 }
 
+/* Figures in a store: none at first, kept per device, replaced when measured again, and a
+ * figure that is no power refused. */
+static void test_store_power(void **state) {
+  (void)state;
+  char *db = ht_strfmt("%s/test_power_store.db", HT_BINARY_DIR);
+  unlink(db);
+  ht_store *st;
+  ht_device *dev;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  assert_int_equal(ht_device_open("c", &dev), HT_OK);
+  ht_device_power_info p = {.active_w = 180, .idle_w = 40, .source = "rapl", .detail = "intel-rapl:0"}, q;
+  int found = 1;
+  double when = 0;
+  assert_int_equal(ht_store_get_power(st, &dev->info, &q, &when, &found), HT_OK);
+  assert_int_equal(found, 0);
+  assert_int_equal(ht_store_put_power(st, &dev->info, &p), HT_OK);
+  assert_int_equal(ht_store_get_power(st, &dev->info, &q, &when, &found), HT_OK);
+  assert_true(found && q.active_w == 180 && q.idle_w == 40 && when > 0);
+  assert_string_equal(q.source, "rapl");
+  assert_string_equal(q.detail, "intel-rapl:0");
+  p.active_w = 150;
+  assert_int_equal(ht_store_put_power(st, &dev->info, &p), HT_OK);
+  assert_int_equal(ht_store_get_power(st, &dev->info, &q, NULL, &found), HT_OK);
+  assert_true(found && q.active_w == 150);
+  p.active_w = 0;
+  expect_error(ht_store_put_power(st, &dev->info, &p), HT_ERR_INVALID, "expected active > 0");
+  ht_device_close(dev);
+  ht_store_close(st);
+  free(db);
+}
+
 static void test_cli(void **state) {
   (void)state;
   char *root = fresh_tree("cli");
@@ -244,14 +276,30 @@ static void test_cli(void **state) {
   if (!WIFEXITED(rc) || WEXITSTATUS(rc)) fail_msg("%s", out);
   if (!strstr(out, "power: active 300.0 W, idle 40.0 W (sim model: big gpu)")) fail_msg("%s", out);
   if (!strstr(out, "power: none: no power reading for device c:0:")) fail_msg("%s", out);
-  free(cmd), free(root);
+  free(cmd);
+  /* --db keeps measured figures (none here: no RAPL counters to read); alone it is a usage error */
+  char *db = ht_strfmt("%s/test_power_cli.db", HT_BINARY_DIR);
+  unlink(db);
+  cmd = ht_strfmt("HETUNE_POWERCAP_DIR='%s' %s devices --power --db %s > /dev/null 2>&1", root, HT_CLI, db);
+  rc = system(cmd);
+  assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+  assert_int_equal(access(db, F_OK), 0);
+  free(cmd);
+  cmd = ht_strfmt("%s devices --db %s 2>&1", HT_CLI, db);
+  f = popen(cmd, "r");
+  n = fread(out, 1, sizeof out - 1, f);
+  out[n] = 0;
+  rc = pclose(f);
+  assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+  assert_non_null(strstr(out, "--db goes with --power"));
+  free(cmd), free(db), free(root);
 }
 
 int main(void) {
   setenv("HETUNE_SIM", HT_SOURCE_DIR "/tests/data/sim/coexec.json", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sim_figures), cmocka_unit_test(test_rapl_scripted), cmocka_unit_test(test_rapl_real_clock),
-      cmocka_unit_test(test_rapl_errors), cmocka_unit_test(test_nvml_absent), cmocka_unit_test(test_nvml_by_bus),   cmocka_unit_test(test_cli),
+      cmocka_unit_test(test_rapl_errors), cmocka_unit_test(test_nvml_absent), cmocka_unit_test(test_nvml_by_bus), cmocka_unit_test(test_store_power),   cmocka_unit_test(test_cli),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

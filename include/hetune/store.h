@@ -146,6 +146,13 @@ ht_status ht_store_each_dispatch_log(ht_store *st, const char *computation, int6
 ht_status ht_store_put_transfers(ht_store *st, const ht_device_info *info, const ht_transfer_table *t);
 ht_status ht_store_get_transfers(ht_store *st, const ht_device_info *info, ht_transfer_table *out, int *found);
 
+/* A device's power figures (ht_device_power), keyed by its fingerprint: put replaces the device's
+ * earlier ones (and stores the device). get: *found = 0 when there are none (as in a database
+ * older than the table); *measured_at (may be NULL) is when they were stored, Unix seconds. */
+ht_status ht_store_put_power(ht_store *st, const ht_device_info *info, const ht_device_power_info *p);
+ht_status ht_store_get_power(ht_store *st, const ht_device_info *info, ht_device_power_info *out, double *measured_at,
+                             int *found);
+
 /* Exports. CSV: one row per evaluation, a header row, parameters as columns when one kernel is
  * selected. T4: the results JSON schema shared by Kernel Tuner, KTT and BAT
  * (schema_version, results[] with timestamp, configuration, times, compile_time, invalidity, ...). */

@@ -11,7 +11,7 @@
  * tables without our id, marks a file as someone else's and we never touch it. */
 #define HTS_APP_ID 0x4854756e
 /* PRAGMA user_version written by the newest migration this build knows. */
-#define HTS_SCHEMA_VERSION 6
+#define HTS_SCHEMA_VERSION 7
 
 /* Hot-path statements, prepared once and kept for the life of the store. Queries whose callbacks
  * may re-enter the store (each_eval, each_session, exports) prepare their own statements. */

@@ -72,6 +72,11 @@ static const char *const migrations[] = {
     /* 6: a race's losers: their time is a lower bound (stopped when the winner finished), not a
      * measurement; rows from before read as measurements. */
     "ALTER TABLE dispatch_log ADD COLUMN censored INTEGER NOT NULL DEFAULT 0;",
+    /* 7: a device's power figures (ht_device_power), so a program does not load every core to
+     * measure a CPU's power again; replaced when measured again. */
+    ("CREATE TABLE device_power ("
+     " device_id INTEGER PRIMARY KEY REFERENCES devices(id), active_w REAL NOT NULL, idle_w REAL NOT NULL,"
+     " source TEXT NOT NULL, detail TEXT NOT NULL, measured REAL NOT NULL);"),
 };
 
 /* The tables each schema version has, in the version that added them: a file missing one is
@@ -81,7 +86,7 @@ static const struct {
   const char *table;
 } required_tables[] = {{1, "hetune_meta"}, {1, "schema_history"}, {1, "devices"},  {1, "kernels"},
                        {1, "problems"},    {1, "sessions"},       {1, "evaluations"}, {2, "models"},
-                       {4, "transfers"}, {5, "dispatch_log"}};
+                       {4, "transfers"}, {5, "dispatch_log"}, {7, "device_power"}};
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(N_MIGRATIONS == HTS_SCHEMA_VERSION, "one migration per schema version");
 
