@@ -198,7 +198,8 @@ static void make_old_db(const char *path) {
   sqlite3 *db = NULL;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   char *err = NULL;
-  if (sqlite3_exec(db, "DROP TABLE transfers; DROP TABLE dispatch_log; DELETE FROM schema_history WHERE version >= 4;"
+  if (sqlite3_exec(db, "DROP TABLE transfers; DROP TABLE dispatch_log; DROP TABLE device_power;"
+                       " DELETE FROM schema_history WHERE version >= 4;"
                        " PRAGMA user_version = 3",
                    NULL, NULL, &err) != SQLITE_OK)
     fail_msg("%s", err);
