@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 
 #include "hetune/device.h"
 
@@ -24,6 +25,26 @@ static ht_status compile(ht_device *dev, const char *entry, ht_program **p, ht_c
   ht_source src = {.lang = HT_LANG_CUDA, .text = vadd_src, .path = "vadd.cu", .entry = entry};
   memset(info, 0, sizeof *info);
   return ht_device_compile(dev, &src, &defs, p, info);
+}
+
+/* An application or another library (NVIDIA's OpenCL driver) that initialised CUDA before
+ * hetune's first probe: a child forked after that cannot use CUDA, so the probe must not rely on
+ * one. Runs first, before hetune itself opens the device. */
+static void test_probe_after_foreign_init(void **state) {
+  (void)state;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  int (*cu_init)(unsigned) = lib ? (int (*)(unsigned))dlsym(lib, "cuInit") : NULL;
+  if (!cu_init || cu_init(0) != 0) {
+    fprintf(stderr, "SKIP test_probe_after_foreign_init: no usable CUDA driver\n");
+    skip();
+  }
+  ht_device_info *infos = NULL;
+  int n = 0;
+  assert_int_equal(ht_device_list(&infos, &n, NULL), HT_OK);
+  int cuda = 0;
+  for (int i = 0; i < n; i++) cuda += strncmp(infos[i].id, "cuda:", 5) == 0;
+  free(infos);
+  if (!cuda) fail_msg("cuInit works here, yet the device list has no CUDA device");
 }
 
 static void test_cuda_vadd(void **state) {
@@ -89,6 +110,6 @@ static void test_cuda_vadd(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_cuda_vadd)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_probe_after_foreign_init), cmocka_unit_test(test_cuda_vadd)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,6 +160,16 @@ static ht_status probe_here(ht_device_info *out, int max, int *n) {
   return HT_OK;
 }
 
+/* Whether something in this process (the application, another library, an OpenCL driver) has
+ * already initialised CUDA: the device count is refused until cuInit has run. A child forked
+ * after that cannot initialise CUDA again (CUDA_ERROR_NOT_INITIALIZED), so the probe runs here,
+ * where it adds no state that is not there already. */
+static int cuda_initialised_here(void) {
+  cu_api a;
+  int count = 0;
+  return cu_load(&a) == HT_OK && a.DeviceGetCount(&count) == 0;
+}
+
 static ht_status cuda_probe(ht_device_info *out, int max, int *n) {
   if (cuda_owner_pid == getpid()) return probe_here(out, max, n);
   /* Without a driver there is nothing to initialise: answer here, without forking. Loading the
@@ -168,6 +178,7 @@ static ht_status cuda_probe(ht_device_info *out, int max, int *n) {
     *n = 0;
     return ht_error(HT_ERR_UNSUPPORTED, "libcuda.so.1 not found (no NVIDIA driver)");
   }
+  if (cuda_initialised_here()) return probe_here(out, max, n);
   return ht_probe_in_child(probe_here, out, max, n);
 }
 
