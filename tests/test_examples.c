@@ -29,6 +29,7 @@ static const struct example {
     {"blackscholes/blackscholes_opencl.json", "opencl", "N=10007"},
     {"convolution/convolution_opencl.json", "opencl", "W=131,H=67"},
     {"dispatch/options_c.json", "c", "N=10007"},
+    {"dispatch/options_cuda.json", "cuda", "N=10007"},
     {"gemm/gemm_c.json", "c", "M=67,N=45,K=33"},
     {"gemm/gemm_cuda.json", "cuda", "M=256,N=256,K=64"},
     {"gemm/gemm_naive_opencl.json", "opencl", "M=67,N=45,K=33"},
