@@ -11,6 +11,8 @@
 #   test       ctest -L gpu, then test_device and test_examples (CUDA paths run where a GPU is)
 #   bandwidth  hetune devices --power (NVML's reading, found by PCI bus), then hetune bandwidth
 #              --device cuda (the roofline curve of the CUDA device)
+#   dispatch   hetune dispatch bench on computations/offload_cuda.json: CPU against GPU per size
+#   coexec     hetune race and coexec bench: the CPU against and beside the GPU (Black-Scholes)
 #   gemm       hetune gemm 4096^3 --device cuda against cuBLAS (issue 5's goal: >= 90%)
 #   bench      bench/gemm/run.sh on cuda: squares 1024-4096 and the thesis rectangles at full size
 #   resnet     bench/gemm/run.sh on cuda: the 20 ResNet50-v1.5 GEMMs at full size (RESNET_SCALE=1)
@@ -74,7 +76,28 @@ stage_test() {
 
 stage_bandwidth() {
   step devices "$BUILD/hetune" devices --power
-  step bandwidth "$BUILD/hetune" bandwidth --device cuda --db "$OUT/bandwidth.db"
+  step bandwidth "$BUILD/hetune" bandwidth --device cuda --output "$OUT/bandwidth_cuda.csv"
+  step transfers "$BUILD/hetune" bandwidth --transfers --device cuda --db "$OUT/transfers.db" \
+    --output "$OUT/transfers_cuda.csv"
+}
+
+# Issue 23's crossover on a real GPU: the CPU (one thread, every processor) against the GPU per size.
+stage_dispatch() {
+  step dispatch "$BUILD/hetune" dispatch bench examples/dispatch/computations/offload_cuda.json \
+    --sizes N=1000:30000000 --points 15 --repeat 7 --db "$OUT/dispatch.db"
+}
+
+# Issue 24 on a real GPU: the CPU racing the GPU near their crossover and far from it, and one
+# call split across both.
+stage_coexec() {
+  for n in 40000 3000000; do
+    step "race_$n" "$BUILD/hetune" race examples/dispatch/computations/offload_cuda.json --size N=$n \
+      --variants 1,2 --repeat 9 --db "$OUT/race.db"
+  done
+  for n in 4000000 30000000; do
+    step "split_$n" "$BUILD/hetune" coexec bench examples/coexec/computations/options_split_cuda.json \
+      --size N=$n --repeat 5 --db "$OUT/coexec.db"
+  done
 }
 
 stage_gemm() {
@@ -103,12 +126,12 @@ stage_dataset() {
 for s in "$@"; do
   case $s in
     info) info ;;
-    test | bandwidth | gemm | bench | resnet | dataset)
+    test | bandwidth | dispatch | coexec | gemm | bench | resnet | dataset)
       build || { log "build failed: see $OUT/configure.log, $OUT/build.log"; exit 1; }
       env_for_run
       "stage_$s"
       ;;
-    *) echo "gpu_session.sh: unknown stage '$s' (info test bandwidth gemm bench resnet dataset)" >&2; exit 2 ;;
+    *) echo "gpu_session.sh: unknown stage '$s' (info test bandwidth dispatch coexec gemm bench resnet dataset)" >&2; exit 2 ;;
   esac
 done
 exit $status
