@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "device/backend.h" /* the backends' tables */
 #include "device/cuda_nvrtc.h"
@@ -250,6 +251,82 @@ static void test_async_poll(void **state) {
   check_device(dev, x.c, &v, 0, N);
   ht_device_program_free(dev, p);
   vadd_free(dev, &x);
+  ht_device_close(dev);
+}
+
+/* The c backend's launch threads: a launch while others run (held at their gates) gets a thread
+ * of its own; one launch after another runs on the same thread (so a kernel's OpenMP team stays);
+ * a forked child, which has none of the parent's threads, launches too. */
+static const char *thread_src =
+    "#define _GNU_SOURCE\n"
+    "#include <stdint.h>\n"
+    "#include <sys/syscall.h>\n"
+    "#include <unistd.h>\n"
+    "void self(int64_t *out) { out[0] = (int64_t)syscall(SYS_gettid); }\n";
+
+static int64_t launch_self(ht_device *dev, ht_program *p, ht_buffer *out) {
+  ht_arg args[] = {{.is_buffer = 1, .buf = out, .type = HT_DTYPE_I64}};
+  ht_launch l = launch_1d(1, 1, args, 1);
+  ht_event *ev = NULL;
+  int64_t id = 0;
+  if (ht_device_launch_async(dev, p, &l, &ev) || ht_device_wait(dev, ev, NULL) ||
+      ht_device_buffer_read(dev, out, &id, sizeof id, NULL))
+    return 0;
+  return id;
+}
+
+static void test_c_launch_threads(void **state) {
+  (void)state;
+  ht_device *dev = open_case(&c_case);
+  static vectors v1, v2, v3;
+  vadd_bufs x1 = vadd_new(dev, &v1), x2 = vadd_new(dev, &v2), x3 = vadd_new(dev, &v3);
+  ht_program *gated = compile(dev, &c_case, "gated_vadd"), *vadd = compile(dev, &c_case, "vadd");
+  ht_arg a1[] = {stop_arg(), buf_arg(x1.a), buf_arg(x1.b), buf_arg(x1.c), int_arg(HT_DTYPE_I32, N),
+                 int_arg(HT_DTYPE_I64, c_case.bound)};
+  ht_arg a2[] = {stop_arg(), buf_arg(x2.a), buf_arg(x2.b), buf_arg(x2.c), int_arg(HT_DTYPE_I32, N),
+                 int_arg(HT_DTYPE_I64, c_case.bound)};
+  ht_arg a3[] = {buf_arg(x3.a), buf_arg(x3.b), buf_arg(x3.c), int_arg(HT_DTYPE_I32, N)};
+  ht_launch l1 = launch_1d(N, LOCAL, a1, 6), l2 = launch_1d(N, LOCAL, a2, 6), l3 = launch_1d(N, LOCAL, a3, 4);
+  ht_event *e1 = NULL, *e2 = NULL, *e3 = NULL;
+  assert_int_equal(ht_device_launch_async(dev, gated, &l1, &e1), HT_OK);
+  assert_int_equal(ht_device_launch_async(dev, gated, &l2, &e2), HT_OK);
+  assert_int_equal(ht_device_launch_async(dev, vadd, &l3, &e3), HT_OK);
+  assert_int_equal(ht_device_wait(dev, e3, NULL), HT_OK); /* while both others wait at their gates */
+  check_device(dev, x3.c, &v3, 0, N);
+  assert_int_equal(ht_device_poll(dev, e1), 0);
+  assert_int_equal(ht_device_poll(dev, e2), 0);
+  assert_int_equal(ht_device_cancel(dev, e2), HT_OK);
+  assert_int_equal(ht_device_cancel(dev, e1), HT_OK);
+  assert_int_equal(ht_device_wait(dev, e1, NULL), HT_OK);
+  assert_int_equal(ht_device_wait(dev, e2, NULL), HT_OK);
+  check_device(dev, x1.c, &v1, 0, N);
+  check_device(dev, x2.c, &v2, 0, N);
+
+  ht_program *self = compile_text(dev, HT_LANG_C, thread_src, HT_SOURCE_DIR "/tests/async_self.c", "self");
+  ht_buffer *out = new_buffer(dev, NULL, sizeof(int64_t));
+  int64_t first = launch_self(dev, self, out); /* the id of the thread that ran it: a new thread
+                                                  gets a new one */
+  assert_true(first >= 1);
+  for (int i = 1; i <= 20; i++) assert_true(launch_self(dev, self, out) == first);
+
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(30); /* a launch handed to a thread the child does not have would wait forever */
+    _exit(launch_self(dev, self, out) != 0 ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+  ht_device_buffer_free(dev, out);
+  ht_device_program_free(dev, self);
+  ht_device_program_free(dev, gated);
+  ht_device_program_free(dev, vadd);
+  vadd_free(dev, &x1);
+  vadd_free(dev, &x2);
+  vadd_free(dev, &x3);
   ht_device_close(dev);
 }
 
@@ -581,7 +658,7 @@ int main(void) {
       FOR_ALL(test_async_vadd), FOR_ALL(test_async_poll), FOR_ALL(test_cancel),
       cmocka_unit_test(test_cancel_unsupported), FOR_ALL(test_offset), FOR_ALL(test_views),
       FOR_ALL(test_copies_at), cmocka_unit_test(test_calls_without_optional_ops),
-      cmocka_unit_test(test_doc_kernels),
+      cmocka_unit_test(test_doc_kernels), cmocka_unit_test(test_c_launch_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -503,43 +503,53 @@ static ht_status c_launch(ht_device *dev, ht_program *prog, const ht_launch *l, 
   return s;
 }
 
-/* ---- asynchronous launch: the call runs on a thread of its own, which the event owns ---- */
+/* ---- asynchronous launch: the call runs on one of the backend's launch threads ---- */
 
 typedef struct c_event {
-  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;      /* signalled when the call has returned */
   void (*fn)(void);
   ffi_args args;
   ht_stop_block stop;     /* the launch's stop flag and signal slots, raised by c_cancel */
-  int done;              /* set (atomically) when the call has returned */
+  int done;              /* set (atomically, under mu) when the call has returned */
   double kernel_s;
 } c_event;
 
-static void *call_thread(void *arg) {
+static void call_job(void *arg) {
   c_event *e = arg;
-  ht_stop_signal_unblock(); /* here and in the OpenMP threads this thread starts */
   double t0 = ht_now();
   ffi_call(&e->args.cif, e->fn, NULL, e->args.values);
   e->kernel_s = ht_now() - t0;
+  pthread_mutex_lock(&e->mu);
   __atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
-  return NULL;
+  pthread_cond_signal(&e->cv);
+  pthread_mutex_unlock(&e->mu); /* the waiter may free e from here on */
+}
+
+static void c_event_free(c_event *e) {
+  ffi_args_free(&e->args);
+  ht_stop_block_free(&e->stop);
+  pthread_cond_destroy(&e->cv);
+  pthread_mutex_destroy(&e->mu);
+  free(e);
 }
 
 static ht_status c_launch_async(ht_device *dev, ht_program *prog, const ht_launch *l, ht_event **out) {
   (void)dev;
   c_event *e = calloc(1, sizeof *e);
   if (!e) return ht_error(HT_ERR_NOMEM, "out of memory");
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_cond_init(&e->cv, NULL);
   ht_status s = ht_stop_block_init(&e->stop, ht_stop_default_slots());
   if (!s) s = prepare_call(prog, l, &e->stop.stop, &e->args);
   int err = 0;
   if (!s) {
     e->fn = ((c_program *)prog)->fn;
-    if ((err = pthread_create(&e->thread, NULL, call_thread, e)) != 0)
+    if ((err = ht_c_worker_submit(call_job, e)) != 0)
       s = ht_error(HT_ERR_RUNTIME, "launch: cannot start a thread: %s", strerror(err));
   }
   if (s) {
-    ffi_args_free(&e->args);
-    ht_stop_block_free(&e->stop);
-    free(e);
+    c_event_free(e);
     return s;
   }
   *out = (ht_event *)e;
@@ -549,13 +559,11 @@ static ht_status c_launch_async(ht_device *dev, ht_program *prog, const ht_launc
 static ht_status c_wait(ht_device *dev, ht_event *ev, double *kernel_s) {
   (void)dev;
   c_event *e = (c_event *)ev;
-  int err = pthread_join(e->thread, NULL);
-  /* Not joined (a bad event): the thread may still use the event, so it is not freed. */
-  if (err) return ht_error(HT_ERR_RUNTIME, "wait: cannot join the launch's thread: %s", strerror(err));
+  pthread_mutex_lock(&e->mu);
+  while (!e->done) pthread_cond_wait(&e->cv, &e->mu);
+  pthread_mutex_unlock(&e->mu);
   if (kernel_s) *kernel_s = e->kernel_s;
-  ffi_args_free(&e->args);
-  ht_stop_block_free(&e->stop);
-  free(e);
+  c_event_free(e);
   return HT_OK;
 }
 
