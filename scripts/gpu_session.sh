@@ -8,7 +8,8 @@
 #
 # Stages (each builds first when needed; the build is kept while the machine stays warm):
 #   info       the machine: OS, glibc, compilers, GPU
-#   test       ctest -L gpu, then test_device and test_examples (CUDA paths run where a GPU is)
+#   test       ctest -L gpu, then test_device, test_examples and test_device_async (CUDA paths run
+#              where a GPU is), and bench_cancel (the stop delay on every device)
 #   bandwidth  hetune devices --power (NVML's reading, found by PCI bus), then hetune bandwidth
 #              --device cuda (the roofline curve of the CUDA device)
 #   dispatch   hetune dispatch bench on computations/offload_cuda.json: CPU against GPU per size
@@ -72,6 +73,8 @@ stage_test() {
   step ctest_gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure
   step test_device "$BUILD/test_device"
   step test_examples "$BUILD/test_examples"
+  step test_device_async "$BUILD/test_device_async"
+  step bench_cancel "$BUILD/bench_cancel" 10
 }
 
 stage_bandwidth() {
