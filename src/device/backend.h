@@ -149,10 +149,10 @@ void ht_stop_block_raise(struct ht_stop_block *b);
 int ht_stop_default_slots(void);
 /* Unblocks the stop signal in the calling thread (a launch's thread, whose OpenMP threads inherit). */
 void ht_stop_signal_unblock(void);
-/* Runs run(arg) on one of the c backend's launch threads (c_workers.c), which stay between
- * launches so that a kernel's OpenMP team does too. 0, or the errno of a thread that could not
- * start. */
-int ht_c_worker_submit(void (*run)(void *arg), void *arg);
+/* Runs run(arg), then done(arg), on one of the c backend's launch threads (c_workers.c), which
+ * stay between launches so that a kernel's OpenMP team does too. 0, or the errno of a thread that
+ * could not start. */
+int ht_c_worker_submit(void (*run)(void *arg), void (*done)(void *arg), void *arg);
 /* The folder to put on a C compiler's include path for #include <hetune/stop.h> (in the cache,
  * written from ht_kernel_stop_h, the header's text embedded at build time). */
 ht_status ht_c_kernel_include_dir(char **out);

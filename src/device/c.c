@@ -520,6 +520,10 @@ static void call_job(void *arg) {
   double t0 = ht_now();
   ffi_call(&e->args.cif, e->fn, NULL, e->args.values);
   e->kernel_s = ht_now() - t0;
+}
+
+static void call_done(void *arg) {
+  c_event *e = arg;
   pthread_mutex_lock(&e->mu);
   __atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
   pthread_cond_signal(&e->cv);
@@ -545,7 +549,7 @@ static ht_status c_launch_async(ht_device *dev, ht_program *prog, const ht_launc
   int err = 0;
   if (!s) {
     e->fn = ((c_program *)prog)->fn;
-    if ((err = ht_c_worker_submit(call_job, e)) != 0)
+    if ((err = ht_c_worker_submit(call_job, call_done, e)) != 0)
       s = ht_error(HT_ERR_RUNTIME, "launch: cannot start a thread: %s", strerror(err));
   }
   if (s) {

@@ -19,6 +19,7 @@ typedef struct c_worker {
   pthread_t thread;
   pthread_cond_t cv;
   void (*run)(void *);
+  void (*done)(void *);
   void *arg;
   struct c_worker *next; /* in the idle list */
 } c_worker;
@@ -37,41 +38,54 @@ static void fork_child(void) {
 }
 static void register_atfork(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
-/* Back on the idle list, waiting for the next job; 0 when the list is full and the worker ends. */
-static int wait_for_job(c_worker *w) {
+/* Onto the idle list, first in line; 0 when the list is full and the worker is to end. */
+static int go_idle(c_worker *w) {
   pthread_mutex_lock(&pool_mu);
-  if (n_idle >= MAX_IDLE) {
-    pthread_mutex_unlock(&pool_mu);
-    return 0;
+  int room = n_idle < MAX_IDLE;
+  if (room) {
+    w->run = NULL;
+    w->next = idle;
+    idle = w;
+    n_idle++;
   }
-  w->run = NULL;
-  w->next = idle;
-  idle = w;
-  n_idle++;
-  while (!w->run) pthread_cond_wait(&w->cv, &pool_mu);
   pthread_mutex_unlock(&pool_mu);
-  return 1;
+  return room;
 }
 
+static void wait_for_job(c_worker *w) {
+  pthread_mutex_lock(&pool_mu);
+  while (!w->run) pthread_cond_wait(&w->cv, &pool_mu);
+  pthread_mutex_unlock(&pool_mu);
+}
+
+/* The worker is back on the list before it says the job is done, so the caller's next launch
+ * finds it there first. */
 static void *worker_main(void *arg) {
   c_worker *w = arg;
   ht_stop_signal_unblock(); /* here and in the OpenMP threads this thread starts */
-  do w->run(w->arg);
-  while (wait_for_job(w));
+  for (;;) {
+    w->run(w->arg);
+    void (*done)(void *) = w->done, *job = w->arg;
+    int stays = go_idle(w);
+    done(job);
+    if (!stays) break;
+    wait_for_job(w);
+  }
   pthread_cond_destroy(&w->cv);
   free(w);
   return NULL;
 }
 
-int ht_c_worker_submit(void (*run)(void *arg), void *arg) {
+int ht_c_worker_submit(void (*run)(void *arg), void (*done)(void *arg), void *arg) {
   pthread_once(&atfork_once, register_atfork);
   pthread_mutex_lock(&pool_mu);
   c_worker *w = idle;
   if (w) {
     idle = w->next;
     n_idle--;
-    w->run = run;
+    w->done = done;
     w->arg = arg;
+    w->run = run;
     pthread_cond_signal(&w->cv);
   }
   pthread_mutex_unlock(&pool_mu);
@@ -79,6 +93,7 @@ int ht_c_worker_submit(void (*run)(void *arg), void *arg) {
   if (!(w = calloc(1, sizeof *w))) return ENOMEM;
   pthread_cond_init(&w->cv, NULL);
   w->run = run;
+  w->done = done;
   w->arg = arg;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
