@@ -1,7 +1,7 @@
 /* Threads that run the c backend's asynchronous launches, kept between launches. A C kernel
  * threads itself with OpenMP, and OpenMP keeps a team of threads per thread that starts parallel
- * regions: a launch on a new thread each time paid for a new team each time (16 threads created
- * for a 16-core kernel that takes 0.1 ms). A worker that stays keeps its team for the next launch.
+ * regions: a launch on a new thread each time paid for a new team each time, one thread per core.
+ * A worker that stays keeps its team for the next launch.
  *
  * Idle workers wait on a list, most recently used first, so the same worker (and team) serves a
  * sequence of launches; a launch while every worker is busy starts another. At most MAX_IDLE stay;

@@ -17,6 +17,7 @@ typedef struct cuda_impl {
   cu_handle ctx;
   cu_handle ev_start, ev_end;
   cu_handle stream; /* asynchronous launches; the NULL stream's copies wait for them */
+  cu_handle control; /* raises stop flags while a launch runs */
   int cc;           /* compute capability, major*10+minor */
 } cuda_impl;
 
@@ -81,6 +82,7 @@ static ht_status cu_load(cu_api *a) {
   LOAD(MemFree, "cuMemFree_v2", NULL);
   LOAD(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL);
   LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL);
+  LOAD(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL);
   LOAD(EventCreate, "cuEventCreate", NULL);
   LOAD(EventRecord, "cuEventRecord", NULL);
   LOAD(EventSynchronize, "cuEventSynchronize", NULL);
@@ -89,9 +91,7 @@ static ht_status cu_load(cu_api *a) {
   LOAD(EventQuery, "cuEventQuery", NULL);
   LOAD(StreamCreate, "cuStreamCreate", NULL);
   LOAD(StreamDestroy, "cuStreamDestroy_v2", NULL);
-  LOAD(MemHostAlloc, "cuMemHostAlloc", NULL);
-  LOAD(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", NULL);
-  LOAD(MemFreeHost, "cuMemFreeHost", NULL);
+  LOAD(StreamSynchronize, "cuStreamSynchronize", NULL);
   LOAD(GetErrorName, "cuGetErrorName", NULL);
   if (missing) return ht_error(HT_ERR_UNSUPPORTED, "libcuda.so.1 is too old (missing entry points)");
   *(void **)&a->DeviceGetPCIBusId = dlsym(lib, "cuDeviceGetPCIBusId"); /* for NVML, which counts by bus */
@@ -194,7 +194,9 @@ static ht_status open_ctx(cuda_impl *im, int index) {
   if ((r = a->EventCreate(&im->ev_start, CU_EVENT_FLAG_DEFAULT)) != 0 ||
       (r = a->EventCreate(&im->ev_end, CU_EVENT_FLAG_DEFAULT)) != 0)
     return cu_fail(a, HT_ERR_DEVICE, r, "cuEventCreate");
-  if ((r = a->StreamCreate(&im->stream, CU_STREAM_FLAG_DEFAULT)) != 0) return cu_fail(a, HT_ERR_DEVICE, r, "cuStreamCreate");
+  if ((r = a->StreamCreate(&im->stream, CU_STREAM_FLAG_DEFAULT)) != 0 ||
+      (r = a->StreamCreate(&im->control, CU_STREAM_FLAG_NON_BLOCKING)) != 0)
+    return cu_fail(a, HT_ERR_DEVICE, r, "cuStreamCreate");
   return HT_OK;
 }
 
@@ -204,6 +206,7 @@ static void release(cuda_impl *im) {
   if (im->ev_start) a->EventDestroy(im->ev_start);
   if (im->ev_end) a->EventDestroy(im->ev_end);
   if (im->stream) a->StreamDestroy(im->stream);
+  if (im->control) a->StreamDestroy(im->control);
   if (im->ctx) a->DevicePrimaryCtxRelease(im->dev);
   free(im);
 }
@@ -376,31 +379,40 @@ static ht_status kparams_fill(const ht_launch *l, cu_devptr flag, kparams *k) {
   return HT_OK;
 }
 
-/* A launch's stop flag: 4 bytes of pinned host memory mapped into the device, which the kernel
- * reads through its device pointer while cancel stores into it from the host. */
+/* A launch's stop flag: 4 bytes of device memory, set to 0 before the launch and to 1 by cancel,
+ * both through the control stream, which runs beside the kernel (so the two writes land in the
+ * order they were made, and the 0 before the kernel starts). Threads that poll it read the
+ * device's memory: a flag in host memory mapped into the device is read across the bus by every
+ * polling thread at once, and those reads queue (BENCHMARKS.md, the stop delay on an H200). */
 typedef struct cu_flag {
-  int32_t *host; /* NULL: the launch has no stop flag */
-  cu_devptr dev;
+  cu_devptr dev; /* 0: the launch has no stop flag */
+  int raised;    /* cancel queued the write of 1 */
 } cu_flag;
+
+static const int32_t flag_down = 0, flag_up = 1;
 
 static ht_status flag_new(cuda_impl *im, cu_flag *f) {
   cu_api *a = &im->api;
-  void *p = NULL;
-  cu_result r = a->MemHostAlloc(&p, sizeof(int32_t), CU_MEMHOSTALLOC_FLAG_DEVICEMAP);
-  if (r) return cu_fail(a, HT_ERR_DEVICE, r, "cuMemHostAlloc (stop flag)");
-  f->host = p;
-  *f->host = 0;
-  if ((r = a->MemHostGetDevicePointer(&f->dev, p, 0)) != 0) {
-    a->MemFreeHost(p);
-    f->host = NULL;
-    return cu_fail(a, HT_ERR_DEVICE, r, "cuMemHostGetDevicePointer (stop flag)");
+  cu_result r = a->MemAlloc(&f->dev, sizeof(int32_t));
+  if (r) {
+    f->dev = 0;
+    return cu_fail(a, HT_ERR_DEVICE, r, "cuMemAlloc (stop flag)");
+  }
+  if ((r = a->MemcpyHtoDAsync(f->dev, &flag_down, sizeof flag_down, im->control)) != 0 ||
+      (r = a->StreamSynchronize(im->control)) != 0) {
+    a->MemFree(f->dev);
+    f->dev = 0;
+    return cu_fail(a, HT_ERR_DEVICE, r, "cuMemcpyHtoDAsync (stop flag)");
   }
   return HT_OK;
 }
 
+/* After the launch's kernel has ended; a raised flag's write may still be on its way. */
 static void flag_free(cuda_impl *im, cu_flag *f) {
-  if (f->host) im->api.MemFreeHost(f->host);
-  f->host = NULL;
+  if (!f->dev) return;
+  if (f->raised) im->api.StreamSynchronize(im->control);
+  im->api.MemFree(f->dev);
+  f->dev = 0;
 }
 
 /* Checks l, makes its stop flag if it has one, and launches the kernel between events start and
@@ -506,10 +518,14 @@ static int cuda_poll(ht_device *dev, ht_event *e) {
 }
 
 static ht_status cuda_cancel(ht_device *dev, ht_event *e) {
-  (void)dev;
+  cuda_impl *im = dev->impl;
   cuda_inflight *f = (cuda_inflight *)e;
-  if (f->flag.host) __atomic_store_n(f->flag.host, 1, __ATOMIC_SEQ_CST);
-  return HT_OK;
+  if (!f->flag.dev || f->flag.raised) return HT_OK;
+  ht_status s = make_current(im); /* cancel may come from another thread than the launch */
+  cu_result r = s ? 0 : im->api.MemcpyHtoDAsync(f->flag.dev, &flag_up, sizeof flag_up, im->control);
+  if (!s && r) s = cu_fail(&im->api, HT_ERR_RUNTIME, r, "cuMemcpyHtoDAsync (stop flag)");
+  if (!s) f->flag.raised = 1;
+  return s;
 }
 
 /* ---- buffers; a view is its root's device pointer plus the offset ---- */

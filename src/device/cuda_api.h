@@ -27,7 +27,7 @@ enum {
   CU_JIT_OPT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
   CU_EVENT_FLAG_DEFAULT = 0,
   CU_STREAM_FLAG_DEFAULT = 0, /* synchronises with the NULL stream, as an in-order queue would */
-  CU_MEMHOSTALLOC_FLAG_DEVICEMAP = 0x02,
+  CU_STREAM_FLAG_NON_BLOCKING = 1, /* runs beside the NULL stream's work */
   CU_ERROR_NOT_READY = 600,
 };
 
@@ -53,6 +53,7 @@ typedef struct cu_api {
   cu_result (*MemFree)(cu_devptr p);
   cu_result (*MemcpyHtoD)(cu_devptr dst, const void *src, size_t bytes);
   cu_result (*MemcpyDtoH)(void *dst, cu_devptr src, size_t bytes);
+  cu_result (*MemcpyHtoDAsync)(cu_devptr dst, const void *src, size_t bytes, cu_handle stream);
   cu_result (*EventCreate)(cu_handle *ev, unsigned flags);
   cu_result (*EventRecord)(cu_handle ev, cu_handle stream);
   cu_result (*EventSynchronize)(cu_handle ev);
@@ -61,9 +62,7 @@ typedef struct cu_api {
   cu_result (*EventQuery)(cu_handle ev);
   cu_result (*StreamCreate)(cu_handle *stream, unsigned flags);
   cu_result (*StreamDestroy)(cu_handle stream);
-  cu_result (*MemHostAlloc)(void **p, size_t bytes, unsigned flags);
-  cu_result (*MemHostGetDevicePointer)(cu_devptr *d, void *p, unsigned flags);
-  cu_result (*MemFreeHost)(void *p);
+  cu_result (*StreamSynchronize)(cu_handle stream);
   cu_result (*GetErrorName)(cu_result r, const char **name);
   cu_result (*DeviceGetPCIBusId)(char *id, int len, cu_device d); /* optional: NULL when absent */
 } cu_api;
