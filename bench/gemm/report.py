@@ -8,6 +8,7 @@ uses (the thesis's Table 4.4).
     bench/gemm/report.py results_*.tsv --svg-only           (redraws the plots alone, the .md kept)
 """
 import math
+import re
 import os
 import sys
 
@@ -83,7 +84,18 @@ def weighted(rows, col):
 # Okabe-Ito colours (colour-blind safe): tuned, vendor, vendor tuned by hetune, naive.
 SERIES = (("tuned_gflops", "hetune (tuned)", "#0072B2"), ("vendor_gflops", "{v}", "#D55E00"),
           ("vendor_tuned_gflops", "{v} tuned by hetune", "#009E73"), ("naive_gflops", "naive", "#E69F00"))
-GROUPS = {"square": "square", "rect": "rectangular (sides / 4)", "resnet": "ResNet50-v1.5 GEMMs 1-20 (m / 64)"}
+
+
+def group_names(head):
+    """Each shape group's label, with the scale the run used (run.sh writes "resnet m / 64,
+    rectangles / 4" in its header; 1 is full size)."""
+    text = " ".join(head)
+    scale = {k: (re.search(pat, text).group(1) if re.search(pat, text) else None)
+             for k, pat in (("resnet", r"resnet m / (\d+)"), ("rect", r"rectangles / (\d+)"))}
+    def scaled(name, what, key):
+        return name if scale[key] in (None, "1") else f"{name} ({what} / {scale[key]})"
+    return {"square": "square", "rect": scaled("rectangular", "sides", "rect"),
+            "resnet": scaled("ResNet50-v1.5 GEMMs", "m", "resnet")}
 
 
 def esc(t):
@@ -159,7 +171,7 @@ def svg(rows, path, vendor, head=()):
         while j < len(rows) and rows[j]["group"] == rows[i]["group"]:
             j += 1
         a, b, by = left + slot * i + 4, left + slot * j - 4, base + label_h + 4
-        name = GROUPS.get(rows[i]["group"], rows[i]["group"])
+        name = group_names(head).get(rows[i]["group"], rows[i]["group"])
         level = 1 if level == 0 and 7 * len(name) > b - a else 0  # a name wider than its bracket: a row lower
         s.append(f"<path d='M{a:.1f} {by - 4:.1f}v4H{b:.1f}v-4' fill='none' stroke='#555'/>"
                  f"<text x='{(a + b) / 2:.1f}' y='{by + 14 + 15 * level:.1f}' font-size='12' text-anchor='middle'>"
