@@ -1,5 +1,5 @@
 #!/bin/sh
-# Everything issues 4 and 5 need from a machine with an NVIDIA GPU, in stages that each fit in one
+# Everything hetune checks and measures on a machine with an NVIDIA GPU, in stages that each fit in one
 # 10-minute device call. The lent machine has gcc, CMake and CUDA but none of hetune's libraries and
 # no network, so its libraries travel as Debian packages (scripts/gpu_deps.sh).
 #
@@ -14,11 +14,11 @@
 #              --device cuda (the roofline curve of the CUDA device)
 #   dispatch   hetune dispatch bench on computations/offload_cuda.json: CPU against GPU per size
 #   coexec     hetune race and coexec bench: the CPU against and beside the GPU (Black-Scholes)
-#   gemm       hetune gemm 4096^3 --device cuda against cuBLAS (issue 5's goal: >= 90%)
+#   gemm       hetune gemm 4096^3 --device cuda against cuBLAS (the goal: >= 90%)
 #   bench      bench/gemm/run.sh on cuda: squares 1024-4096 and the thesis rectangles at full size
 #   resnet     bench/gemm/run.sh on cuda: the 20 ResNet50-v1.5 GEMMs at full size (RESNET_SCALE=1)
 #   dataset    data/datasets/record.sh for $KERNELS (default: cuda, i.e. gemm_cuda, vadd_cuda and
-#              stencil_cuda; one kernel per call if the three do not fit in 10 minutes) (issue 4)
+#              stencil_cuda; one kernel per call if the three do not fit in 10 minutes)
 # A device call returns at most 8 files from $OUT: one or two stages per call.
 # Environment: OUT (results folder, default ./gpu-out), BUILD (default build-gpu), JOBS, BUDGET
 # (evaluations per GEMM shape, default 30).
@@ -84,13 +84,13 @@ stage_bandwidth() {
     --output "$OUT/transfers_cuda.csv"
 }
 
-# Issue 23's crossover on a real GPU: the CPU (one thread, every processor) against the GPU per size.
+# Dispatch on a real crossover: the CPU (one thread, every processor) against the GPU per size.
 stage_dispatch() {
   step dispatch "$BUILD/hetune" dispatch bench examples/dispatch/computations/offload_cuda.json \
     --sizes N=1000:30000000 --points 15 --repeat 7 --db "$OUT/dispatch.db"
 }
 
-# Issue 24 on a real GPU: the CPU racing the GPU near their crossover and far from it, and one
+# Racing and co-execution on a real GPU: the CPU racing the GPU near their crossover and far from it, and one
 # call split across both.
 stage_coexec() {
   for n in 40000 3000000; do
