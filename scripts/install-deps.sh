@@ -3,7 +3,8 @@
 # Idempotent: packages already present are skipped by apt. Run as root (or with sudo).
 # libstarpu-dev (StarPU 1.3, with OpenCL workers) is only for bench/bench_starpu.c, the side-by-side
 # comparison; the build skips that benchmark where StarPU is missing. starpu-tools
-# (starpu_perfmodel_display) reads the StarPU perfmodel export in test_interop.
+# (starpu_perfmodel_display) reads the StarPU perfmodel export in test_interop. groff-base renders
+# the man pages that test_man checks (minimal Debian images lack it).
 set -eu
 
 PACKAGES="build-essential cmake pkg-config git
@@ -18,7 +19,8 @@ PACKAGES="build-essential cmake pkg-config git
   libclblast1
   libstarpu-dev starpu-tools
   clang libclang-rt-14-dev
-  python3 python3-jsonschema python3-venv"
+  python3 python3-jsonschema python3-venv
+  groff-base"
 
 missing=""
 for p in $PACKAGES; do
