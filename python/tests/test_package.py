@@ -93,3 +93,14 @@ def test_config_texts_with_escapes_read_back():
     assert text == "VEC=float4\\,x,EQ=a\\=b,T=16,F=0.5"
     assert parse_config(text, {"VEC": ["float4,x"], "EQ": ["a=b"], "T": [16], "F": [0.5]}) == cfg
     assert parse_config(text) == cfg  # without the space, types are read from the text
+
+
+def test_the_package_ships_the_projects_license(source_dir):
+    ours = (source_dir / "python" / "LICENSE").read_text()
+    assert ours == (source_dir / "LICENSE").read_text()
+    from importlib import metadata
+    dist = metadata.distribution("hetune")
+    shipped = [f for f in dist.files if f.name == "LICENSE"]
+    assert shipped, "the installed package has no LICENSE file"
+    assert shipped[0].read_text() == ours
+    assert dist.metadata["License-Expression"] == "MIT"
