@@ -344,6 +344,58 @@ static void test_log_across_programs(void **state) {
   free(db);
 }
 
+static int64_t sum_calls;
+static int add_calls(const ht_dispatch_record *r, void *ctx) {
+  (void)ctx;
+  sum_calls += r->calls;
+  return 0;
+}
+
+/* Calls of a settled decision shorter than sample_below_us are fed back in samples; every call is
+ * still counted in the log, and a device that slows down still loses its calls. With
+ * sample_below_us=0 every call is fed back. */
+static void test_sampled_feedback(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  const char *options[] = {"explore=0", "explore=0,sample_below_us=0"};
+  for (int o = 0; o < 2; o++) {
+    char *db = ht_strfmt("%s/test_dispatch_sampled%d.db", HT_BINARY_DIR, o);
+    unlink(db);
+    ht_store *st;
+    assert_int_equal(ht_store_open(db, &st), HT_OK);
+    ht_computation *c = offload(s, st, options[o]);
+    int64_t n = 100, calls = 200;
+    ht_host_arg *args;
+    ht_decision d;
+    if (ht_computation_make_args(c, &n, 5, &args)) fail_msg("%s", ht_last_error());
+    for (int call = 0; call < calls; call++)
+      if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+    const htd_variant *v = &c->v[d.variant];
+    double median = htd_history_find(&v->hist, v->sample_key)->median;
+    assert_true(median < 16e-6); /* the sim device's modelled call: short enough to be sampled */
+    assert_int_equal(v->sample_every, o == 0 ? (int)ceil(16e-6 / median) : 1);
+    if (o == 0) assert_true(v->sample_every > 1);
+    int chosen = d.variant, moved = 0;
+    assert_int_equal(ht_sim_set_speed(ht_exec_device(v->ex), 50.0), HT_OK);
+    for (int call = 1; call <= 200 && !moved; call++) {
+      if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+      moved = d.variant != chosen ? call : 0;
+    }
+    if (!moved) fail_msg("%s: still variant %d after 200 calls 50x slower", options[o], chosen);
+    int most = o == 0 ? 3 * v->sample_every + 1 : 4;
+    if (moved > most) fail_msg("%s: the choice moved after %d calls (at most %d)", options[o], moved, most);
+    calls += moved;
+    ht_computation_free_args(c, args);
+    ht_computation_destroy(c); /* writes the log */
+    sum_calls = 0;
+    assert_int_equal(ht_store_each_dispatch_log(st, "offload", 0, add_calls, NULL), HT_OK);
+    assert_int_equal(sum_calls, calls);
+    ht_store_close(st);
+    free(db);
+  }
+  ht_spec_destroy(s);
+}
+
 /* A tuning run's time (the kernel alone) stored for (spec, device, N, config). */
 static void store_eval(ht_store *st, const ht_spec *s, const char *device, int64_t n, const char *config, double t) {
   ht_exec *ex;
@@ -611,7 +663,8 @@ int main(void) {
       cmocka_unit_test(test_exploration_regret_cap), cmocka_unit_test(test_bias_correction),
       cmocka_unit_test(test_rule_selector),      cmocka_unit_test(test_signature_mismatch),
       cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),
-      cmocka_unit_test(test_log_across_programs), cmocka_unit_test(test_static_cache_header),
+      cmocka_unit_test(test_log_across_programs),
+      cmocka_unit_test(test_sampled_feedback), cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
       cmocka_unit_test(test_model_best_config), cmocka_unit_test(test_model_bands_close),  cmocka_unit_test(test_cli),
   };

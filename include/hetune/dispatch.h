@@ -75,7 +75,8 @@ ht_status ht_computation_create(const char *name, ht_store *st, ht_computation *
  * ht_variant_create takes, or "best". Returns the variant's index in *index (may be NULL). */
 ht_status ht_computation_add_variant(ht_computation *c, const ht_spec *spec, const char *device_id,
                                      const char *config, int *index);
-/* Options as in the file, as text: "selector=history,bucket=log2,window=16,drift=1.25,explore=0.05,seed=1". */
+/* Options as in the file, as text:
+ * "selector=history,bucket=log2,window=16,drift=1.25,explore=0.05,sample_below_us=16,seed=1". */
 ht_status ht_computation_set_options(ht_computation *c, const char *options);
 ht_status ht_computation_finish(ht_computation *c);
 void ht_computation_destroy(ht_computation *c);

@@ -27,6 +27,7 @@ ht_status ht_computation_create(const char *name, ht_store *st, ht_computation *
   c->drift = 1.25;
   c->explore = 0.05;
   c->regret_cap = 1.2;
+  c->sample_below_s = 16e-6;
   c->seed = 1;
   *out = c;
   return HT_OK;
@@ -146,6 +147,7 @@ ht_status ht_computation_set_options(ht_computation *c, const char *options) {
   c->drift = ht_options_double(o, "drift", c->drift);
   c->explore = ht_options_double(o, "explore", c->explore);
   c->regret_cap = ht_options_double(o, "regret_cap", c->regret_cap);
+  c->sample_below_s = 1e-6 * ht_options_double(o, "sample_below_us", 1e6 * c->sample_below_s);
   c->seed = (uint64_t)ht_options_int(o, "seed", (int64_t)c->seed);
   st = ht_options_check(o, "computation", c->name);
   if (!st && !(c->selector = htd_selector_find(sel)))
@@ -157,6 +159,9 @@ ht_status ht_computation_set_options(ht_computation *c, const char *options) {
   if (!st && !(c->drift > 1)) st = ht_error(HT_ERR_INVALID, "%s: drift %g: expected a factor above 1", c->name, c->drift);
   if (!st && !(c->explore >= 0 && c->explore <= 1))
     st = ht_error(HT_ERR_INVALID, "%s: explore %g: expected a probability in [0, 1]", c->name, c->explore);
+  if (!st && !(c->sample_below_s >= 0 && c->sample_below_s <= 1))
+    st = ht_error(HT_ERR_INVALID, "%s: sample_below_us %g: expected 0 (every call fed back) to 1e6", c->name,
+                  1e6 * c->sample_below_s);
   if (!st && !(c->regret_cap >= 1))
     st = ht_error(HT_ERR_INVALID, "%s: regret_cap %g: expected 1 or more", c->name, c->regret_cap);
   ht_options_destroy(o);

@@ -11,7 +11,7 @@
 static const char *const top_keys[] = {"name", "variants", "selector", "bucket", "rule", "feedback", "seed",
                                        "split", "_comment", NULL};
 static const char *const variant_keys[] = {"spec", "device", "config", "_comment", NULL};
-static const char *const feedback_keys[] = {"window", "drift", "explore", "regret_cap", NULL};
+static const char *const feedback_keys[] = {"window", "drift", "explore", "regret_cap", "sample_below_us", NULL};
 
 typedef struct file_ctx {
   const char *path, *text;

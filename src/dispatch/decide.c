@@ -252,7 +252,7 @@ ht_status ht_computation_run(ht_computation *c, const int64_t *sizes, const ht_h
   if (st) return st;
   c->calls++;
   c->v[d.variant].probed_at = c->calls;
-  htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
+  if (!htd_feedback_skip(c, d.variant, sizes, key, &d)) htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
   if (out) *out = d;
   if (times) *times = t;
   return HT_OK;

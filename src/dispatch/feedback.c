@@ -115,6 +115,7 @@ static void log_call(ht_computation *c, int vi, const int64_t *sizes, const ht_d
     e->variant = vi;
     e->censored = censored;
     e->calls = 0;
+    e->skipped = 0;
     e->source = source;
     memcpy(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
     e->pred_total_s = d ? d->pred_total_s : NAN;
@@ -147,7 +148,7 @@ ht_status ht_computation_flush(ht_computation *c) {
     sizes_text(c->spec0, e->sizes, sizes[i], sizeof sizes[i]);
     recs[i] = (ht_dispatch_record){c->name, v->label, v->key, e->config, sizes[i],
                                    ht_decision_source_name((ht_decision_source)e->source), e->pred_total_s,
-                                   e->calls, e->kernel_s, e->h2d_s, e->d2h_s, e->when, e->censored};
+                                   e->calls + e->skipped, e->kernel_s, e->h2d_s, e->d2h_s, e->when, e->censored};
   }
   if (!st) st = ht_store_put_dispatch_log(c->st, recs, c->n_log);
   if (!st) c->n_log = 0;
@@ -157,6 +158,31 @@ ht_status ht_computation_flush(ht_computation *c) {
 }
 
 /* ---- feedback ---- */
+
+/* Where the variant's window at this bucket is full and its median short, only one call in
+ * `every` is fed back (dispatch_internal.h, HTD_SAMPLE_MAX). */
+static void set_sampling(const ht_computation *c, htd_variant *v, uint64_t key, const htd_point *p) {
+  int every = 1;
+  if (p->n >= c->window && !p->censored && p->median > 0 && p->median < c->sample_below_s)
+    every = (int)fmin(ceil(c->sample_below_s / p->median), HTD_SAMPLE_MAX);
+  v->sample_key = key;
+  v->sample_every = every;
+  if (v->sample_left <= 0 || v->sample_left > every) v->sample_left = every;
+}
+
+int htd_feedback_skip(ht_computation *c, int vi, const int64_t *sizes, uint64_t key, const ht_decision *d) {
+  htd_variant *v = &c->v[vi];
+  if (d->source != HT_SRC_CACHED || v->sample_every <= 1 || v->sample_key != key) return 0;
+  if (--v->sample_left <= 0) return 0; /* this one is fed back; set_sampling starts the count again */
+  if (!c->st) return 1;
+  /* counted in the open log line of the same calls; where there is none, fed back (and logged) */
+  htd_log_entry *e = c->open && c->n_log ? &c->log[c->n_log - 1] : NULL;
+  if (!e || e->variant != vi || e->source != (char)HT_SRC_CACHED || e->censored || e->config != d->config ||
+      memcmp(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes))
+    return 0;
+  e->skipped++;
+  return 1;
+}
 
 void htd_feedback(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const ht_run_times *t) {
   int64_t rep[HTD_MAX_SIZES];
@@ -177,6 +203,7 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */
   else p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
   if (!p) return;
+  set_sampling(c, v, key, p);
   if (isfinite(expected) && expected > 0) {
     /* A re-probe that finds a slowed variant fast again undoes the drift at once. */
     if (d && d->source == HT_SRC_EXPLORE && v->drift_f > c->drift) {
