@@ -15,7 +15,7 @@ for page in hetune hetune-tune hetune-model; do
 done
 cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
 cmake --build "$work/cmake" > /dev/null
-LD_LIBRARY_PATH="$work/prefix/lib" "$work/cmake/app_shared"
+LD_LIBRARY_PATH="$work/prefix/lib" "$work/cmake/app"
 "$work/cmake/app_static"
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 cc "$here/app.c" -o "$work/pc_shared" $(pkg-config --cflags --libs hetune)
