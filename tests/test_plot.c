@@ -216,6 +216,32 @@ static void test_figure_well_formed(void **state) {
   assert_int_equal(plot_write(in_dir("no/such/dir.svg"), &f), -1);
 }
 
+/* Every strategy of strategy-bench (nine, and the random-search line) gets a colour of its own. */
+static void test_series_colours_distinct(void **state) {
+  (void)state;
+  enum { N = 10 };
+  double x[2] = {1, 2}, y[2] = {1, 2};
+  static const char *const names[N] = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"};
+  plot_series s[N];
+  for (int i = 0; i < N; i++) s[i] = (plot_series){names[i], PLOT_LINE, 2, x, y, NULL, NULL, PLOT_AUTO, PLOT_AUTO, PLOT_NONE, 0};
+  plot_panel p = {"ten", {"x", 0, NAN, NAN}, {"y", 0, NAN, NAN}, N, s, 0, NULL, NULL};
+  plot_figure f = {"colours", NULL, 1, 1, &p, 0};
+  const char *path = in_dir("colours.svg");
+  assert_int_equal(plot_write(path, &f), 0);
+  char *doc = slurp(path), seen[N][8];
+  assert_non_null(doc);
+  int n = 0;
+  const char *line = "<path fill='none' stroke='"; /* a series' line, as plot_svg.c draws it */
+  for (const char *c = doc; (c = strstr(c, line)) != NULL && n < N; c++) {
+    memcpy(seen[n], c + strlen(line), 7), seen[n][7] = 0;
+    for (int j = 0; j < n; j++)
+      if (strcmp(seen[j], seen[n]) == 0) fail_msg("series %d and %d share the colour %s", j, n, seen[n]);
+    n++;
+  }
+  assert_int_equal(n, N);
+  free(doc);
+}
+
 /* ---- the commands' --plot options ---- */
 
 static void tune_recorded(run_out *r) {
@@ -333,6 +359,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_linear_ticks),         cmocka_unit_test(test_log_ticks),
     cmocka_unit_test(test_tick_labels),          cmocka_unit_test(test_figure_well_formed),
+    cmocka_unit_test(test_series_colours_distinct),
     cmocka_unit_test(test_show_plot),            cmocka_unit_test(test_strategy_bench_plot),
     cmocka_unit_test(test_model_eval_plot),      cmocka_unit_test(test_gemm_plot),
   };

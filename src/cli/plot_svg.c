@@ -1,15 +1,18 @@
 /* SVG figures for the command's plots (cli/plot.h): panels with ticked axes, series clipped to
  * their frame, bands under the lines, and one legend beside the panels. Colours are Okabe and
- * Ito's colour-blind safe set; every series also gets its own dash and marker, so curves that
- * overlap, or a print in grey, stay apart. */
+ * Ito's colour-blind safe set (its yellow, unreadable on white, left out), then three dark ones
+ * of Paul Tol's set, so ten series (strategy-bench's nine and its baseline) differ in colour;
+ * every series also gets its own dash and marker, so curves that overlap, or a print in grey,
+ * stay apart. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/plot.h"
 
-static const char *const palette[] = {"#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000"};
-enum { N_COLORS = 7, N_DASHES = 4, N_MARKERS = 6, MAX_TICKS = 64, MAX_LEGEND = 64 };
+static const char *const palette[] = {"#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7",
+                                      "#56B4E9", "#000000", "#882255", "#999933", "#332288"};
+enum { N_COLORS = 10, N_DASHES = 4, N_MARKERS = 6, MAX_TICKS = 64, MAX_LEGEND = 64 };
 static const char *const dashes[] = {"", "7 3", "2 2.5", "9 3 2 3"};
 static const char *const grey = "#b8b8b8";
 #define CHAR_W 6.6 /* average width of a 12 px sans-serif character, for layout */
