@@ -182,19 +182,23 @@ static int read_sweep(dispatch_cli *d, const char *cmd, sweep *sw) {
   return CLI_OK;
 }
 
-/* The median total of repeat calls of variant v at sizes (each fed back as a measurement). */
-static int measure(dispatch_cli *d, int v, const int64_t *sizes, int repeat, double *out) {
+/* The median total of repeat calls of each variant at sizes (each fed back as a measurement),
+ * the variants taking turns call by call: a slow moment of the machine (another program, an idle
+ * vCPU waking) then falls on all of them alike instead of on one variant's calls. */
+static int measure(dispatch_cli *d, int nv, const int64_t *sizes, int repeat, double *out) {
   ht_host_arg *args;
   if (ht_computation_make_args(d->c, sizes, 1, &args)) return cli_fail("dispatch bench");
-  double t[64];
-  int rc = CLI_OK;
-  for (int r = 0; r < repeat && !rc; r++) {
-    ht_run_times rt;
-    if (ht_computation_run_variant(d->c, v, sizes, args, &rt)) rc = cli_fail("dispatch bench");
-    t[r] = rt.kernel_s + rt.h2d_s + rt.d2h_s;
-  }
+  double (*t)[64] = calloc((size_t)nv, sizeof *t);
+  int rc = t ? CLI_OK : cli_fail("dispatch bench");
+  for (int r = 0; r < repeat && !rc; r++)
+    for (int v = 0; v < nv && !rc; v++) {
+      ht_run_times rt;
+      if (ht_computation_run_variant(d->c, v, sizes, args, &rt)) rc = cli_fail("dispatch bench");
+      t[v][r] = rt.kernel_s + rt.h2d_s + rt.d2h_s;
+    }
   ht_computation_free_args(d->c, args);
-  if (!rc) *out = ht_stat_median(t, repeat);
+  for (int v = 0; v < nv && !rc; v++) out[v] = ht_stat_median(t[v], repeat);
+  free(t);
   return rc;
 }
 
@@ -222,7 +226,7 @@ static int bench_sizes(dispatch_cli *d, const sweep *sw, int repeat, int nv, dou
   int rc = CLI_OK;
   for (int i = 0; i < sw->n && !rc; i += 2) { /* even points: measured, the history to decide from */
     sizes[sw->dim] = sw->at[i];
-    for (int v = 0; v < nv && !rc; v++) rc = measure(d, v, sizes, repeat, &t[i * nv + v]);
+    rc = measure(d, nv, sizes, repeat, &t[i * nv]);
   }
   for (int i = 1; i < sw->n && !rc; i += 2) { /* odd points: decided before anything runs there */
     sizes[sw->dim] = sw->at[i];
@@ -232,7 +236,7 @@ static int bench_sizes(dispatch_cli *d, const sweep *sw, int repeat, int nv, dou
   }
   for (int i = 1; i < sw->n && !rc; i += 2) {
     sizes[sw->dim] = sw->at[i];
-    for (int v = 0; v < nv && !rc; v++) rc = measure(d, v, sizes, repeat, &t[i * nv + v]);
+    rc = measure(d, nv, sizes, repeat, &t[i * nv]);
   }
   return rc;
 }
