@@ -27,11 +27,11 @@ static double median(double *x, int n) {
 }
 
 /* Two single-thread variants of vadd (unrolled or not: any machine has one thread), calibrated at a few sizes. */
-static int build(ht_spec *s, ht_computation **c) {
+static int build(ht_spec *s, const char *options, ht_computation **c) {
   if (ht_computation_create("bench_vadd", NULL, c) ||
       ht_computation_add_variant(*c, s, "c", "NTHREADS=1,CHUNK=0,UNROLL=1", NULL) ||
       ht_computation_add_variant(*c, s, "c", "NTHREADS=1,CHUNK=0,UNROLL=4", NULL) ||
-      ht_computation_set_options(*c, "explore=0") || ht_computation_finish(*c))
+      ht_computation_set_options(*c, options) || ht_computation_finish(*c))
     return fail();
   return 0;
 }
@@ -80,8 +80,16 @@ static void cold_latency(ht_computation *c, int variants) {
   printf("| cold decision, per variant (%d variants, 4 sizes measured) | %.0f ns |\n", variants, median(ns, N));
 }
 
-/* Alternating blocks of BLOCK calls: through dispatch, then the chosen variant directly. */
-static int call_loop(ht_computation *c, const ht_spec *s, int64_t n, int calls) {
+static double block_ns(ht_computation *c, ht_variant *v, int64_t n, const ht_host_arg *args) {
+  int64_t t0 = ht_now_ns();
+  for (int i = 0; i < BLOCK; i++)
+    if (c ? ht_computation_run(c, &n, args, NULL, NULL) : ht_variant_run(v, &n, args, NULL, NULL)) return NAN;
+  return (double)(ht_now_ns() - t0) / BLOCK;
+}
+
+/* Alternating blocks of BLOCK calls: through dispatch (short calls fed back in samples, the
+ * default), through dispatch feeding back every call (c_every), then the chosen variant directly. */
+static int call_loop(ht_computation *c, ht_computation *c_every, const ht_spec *s, int64_t n, int calls) {
   ht_host_arg *args;
   ht_decision d;
   if (ht_computation_make_args(c, &n, 2, &args) || ht_computation_decide(c, &n, &d)) return fail();
@@ -89,23 +97,23 @@ static int call_loop(ht_computation *c, const ht_spec *s, int64_t n, int calls) 
   ht_variant *v;
   if (ht_exec_open("c", &ex) || ht_variant_create(ex, s, d.config, &v)) return fail();
   int blocks = calls / BLOCK;
-  double *through = calloc((size_t)blocks, sizeof *through), *direct = calloc((size_t)blocks, sizeof *direct);
+  double *through = calloc((size_t)blocks, sizeof *through), *every = calloc((size_t)blocks, sizeof *every),
+         *direct = calloc((size_t)blocks, sizeof *direct);
   for (int b = 0; b < blocks; b++) {
-    int64_t t0 = ht_now_ns();
-    for (int i = 0; i < BLOCK; i++)
-      if (ht_computation_run(c, &n, args, NULL, NULL)) return fail();
-    int64_t t1 = ht_now_ns();
-    for (int i = 0; i < BLOCK; i++)
-      if (ht_variant_run(v, &n, args, NULL, NULL)) return fail();
-    through[b] = (double)(t1 - t0) / BLOCK;
-    direct[b] = (double)(ht_now_ns() - t1) / BLOCK;
+    through[b] = block_ns(c, NULL, n, args);
+    every[b] = block_ns(c_every, NULL, n, args);
+    direct[b] = block_ns(NULL, v, n, args);
+    if (isnan(through[b]) || isnan(every[b]) || isnan(direct[b])) return fail();
   }
-  double mt = median(through, blocks), md = median(direct, blocks);
+  double mt = median(through, blocks), me = median(every, blocks), md = median(direct, blocks);
   printf("| %d calls of vadd N=%lld: through ht_computation_run | %.0f ns per call |\n", blocks * BLOCK, (long long)n,
          mt);
+  printf("| the same, every call fed back (sample_below_us=0) | %.0f ns per call |\n", me);
   printf("| the same calls of the chosen variant, ht_variant_run | %.0f ns per call |\n", md);
-  printf("| dispatch's share | %+.1f%% |\n", 100 * (mt / md - 1));
+  printf("| dispatch's share: sampled feedback / every call fed back | %+.1f%% / %+.1f%% |\n", 100 * (mt / md - 1),
+         100 * (me / md - 1));
   free(through);
+  free(every);
   free(direct);
   ht_variant_destroy(v);
   ht_exec_close(ex);
@@ -148,16 +156,19 @@ int main(int argc, char **argv) {
   if (calls < BLOCK) calls = BLOCK;
   ht_spec *s;
   ht_computation *c;
-  if (ht_spec_load(SPEC, &s) || build(s, &c)) return fail();
+  ht_computation *c_every;
+  if (ht_spec_load(SPEC, &s) || build(s, "explore=0", &c) || build(s, "explore=0,sample_below_us=0", &c_every))
+    return fail();
   for (int64_t n = 1000; n <= 1000000; n *= 10)
-    if (calibrate(c, n, 2)) return 1;
+    if (calibrate(c, n, 2) || calibrate(c_every, n, 2)) return 1;
   printf("| what | median |\n|---|---|\n");
   decision_latency(c, 1000);
   cold_latency(c, 2);
-  int rc = call_loop(c, s, 1000, calls);
-  if (!rc) rc = call_loop(c, s, 10000, calls);
+  int rc = call_loop(c, c_every, s, 1000, calls);
+  if (!rc) rc = call_loop(c, c_every, s, 10000, calls);
   if (!rc) rc = drift();
   ht_computation_destroy(c);
+  ht_computation_destroy(c_every);
   ht_spec_destroy(s);
   return rc;
 }
