@@ -7,6 +7,7 @@
 #include <gnu/libc-version.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -442,21 +443,25 @@ typedef struct ffi_args {
   void **ptrs;
 } ffi_args;
 
-static void ffi_args_free(ffi_args *a) {
-  free(a->types);
-  free(a->values);
-  free(a->scalars);
-  free(a->ptrs);
+static void ffi_args_free(ffi_args *a) { free(a->types); /* the block of all four vectors */ }
+
+static size_t aligned(size_t n) {
+  const size_t a = _Alignof(max_align_t);
+  return (n + a - 1) / a * a;
 }
 
 /* The call's argument vectors; a stop-flag argument gets the pointer stop. */
 static ht_status ffi_args_fill(const ht_launch *l, volatile int32_t *stop, ffi_args *a) {
   size_t n = l->n_args > 0 ? (size_t)l->n_args : 1;
-  a->types = calloc(n, sizeof *a->types);
-  a->values = calloc(n, sizeof *a->values);
-  a->scalars = calloc(n, sizeof *a->scalars);
-  a->ptrs = calloc(n, sizeof *a->ptrs);
-  if (!a->types || !a->values || !a->scalars || !a->ptrs) return ht_error(HT_ERR_NOMEM, "out of memory");
+  /* one allocation for the four vectors: four per launch were a tenth of a microsecond call */
+  const size_t at_values = aligned(n * sizeof *a->types), at_scalars = at_values + aligned(n * sizeof *a->values),
+               at_ptrs = at_scalars + aligned(n * sizeof *a->scalars);
+  char *m = calloc(1, at_ptrs + n * sizeof *a->ptrs);
+  if (!m) return ht_error(HT_ERR_NOMEM, "out of memory");
+  a->types = (ffi_type **)m;
+  a->values = (void **)(m + at_values);
+  a->scalars = (ht_scalar *)(m + at_scalars);
+  a->ptrs = (void **)(m + at_ptrs);
   for (int i = 0; i < l->n_args; i++) {
     const ht_arg *arg = &l->args[i];
     if (arg->is_buffer || arg->is_stop_flag) {
