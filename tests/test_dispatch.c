@@ -351,9 +351,9 @@ static int add_calls(const ht_dispatch_record *r, void *ctx) {
   return 0;
 }
 
-/* Calls of a settled decision shorter than sample_below_us are fed back in samples; every call is
- * still counted in the log, and a device that slows down still loses its calls. With
- * sample_below_us=0 every call is fed back. */
+/* Calls of a settled decision shorter than sample_below_us are fed back in samples, at each size
+ * on its own (calls here alternate between two sizes); every call is still counted in the log, and
+ * a device that slows down still loses its calls. With sample_below_us=0 every call is fed back. */
 static void test_sampled_feedback(void **state) {
   (void)state;
   ht_spec *s = load(SPEC);
@@ -364,25 +364,33 @@ static void test_sampled_feedback(void **state) {
     ht_store *st;
     assert_int_equal(ht_store_open(db, &st), HT_OK);
     ht_computation *c = offload(s, st, options[o]);
-    int64_t n = 100, calls = 200;
+    int64_t n[2] = {100, 110}, calls = 400;
     ht_host_arg *args;
     ht_decision d;
-    if (ht_computation_make_args(c, &n, 5, &args)) fail_msg("%s", ht_last_error());
+    if (ht_computation_make_args(c, &n[1], 5, &args)) fail_msg("%s", ht_last_error());
     for (int call = 0; call < calls; call++)
-      if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
-    const htd_variant *v = &c->v[d.variant];
-    double median = htd_history_find(&v->hist, v->sample_key)->median;
-    assert_true(median < 16e-6); /* the sim device's modelled call: short enough to be sampled */
-    assert_int_equal(v->sample_every, o == 0 ? (int)ceil(16e-6 / median) : 1);
-    if (o == 0) assert_true(v->sample_every > 1);
-    int chosen = d.variant, moved = 0;
+      if (ht_computation_run(c, &n[call % 2], args, &d, NULL)) fail_msg("%s", ht_last_error());
+    int chosen = d.variant, most_every = 1;
+    const htd_variant *v = &c->v[chosen];
+    for (int i = 0; i < 2; i++) {
+      uint64_t key = ht_computation_size_key(c, &n[i]);
+      const htd_slot *slot = htd_cache_slot(&c->cache, key);
+      assert_non_null(slot);
+      assert_int_equal(slot->d.variant, chosen);
+      double median = htd_history_find(&v->hist, key)->median;
+      assert_true(median < 16e-6); /* the sim device's modelled call: short enough to be sampled */
+      assert_int_equal(slot->sample_every, o == 0 ? (int)ceil(16e-6 / median) : 1);
+      if (o == 0) assert_true(slot->sample_every > 1);
+      most_every = slot->sample_every > most_every ? slot->sample_every : most_every;
+    }
+    int moved = 0;
     assert_int_equal(ht_sim_set_speed(ht_exec_device(v->ex), 50.0), HT_OK);
-    for (int call = 1; call <= 200 && !moved; call++) {
-      if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+    for (int call = 1; call <= 400 && !moved; call++) {
+      if (ht_computation_run(c, &n[call % 2], args, &d, NULL)) fail_msg("%s", ht_last_error());
       moved = d.variant != chosen ? call : 0;
     }
-    if (!moved) fail_msg("%s: still variant %d after 200 calls 50x slower", options[o], chosen);
-    int most = o == 0 ? 3 * v->sample_every + 1 : 4;
+    if (!moved) fail_msg("%s: still variant %d after 400 calls 50x slower", options[o], chosen);
+    int most = 2 * (3 * most_every + 1);
     if (moved > most) fail_msg("%s: the choice moved after %d calls (at most %d)", options[o], moved, most);
     calls += moved;
     ht_computation_free_args(c, args);
@@ -393,6 +401,25 @@ static void test_sampled_feedback(void **state) {
     ht_store_close(st);
     free(db);
   }
+  /* Without a store (no log line to match), the calls in between are not fed back: each size's
+   * newest times advance by one sample in `every` calls. */
+  ht_computation *c = offload(s, NULL, "explore=0");
+  int64_t n[2] = {100, 110};
+  ht_host_arg *args;
+  ht_decision d;
+  if (ht_computation_make_args(c, &n[1], 5, &args)) fail_msg("%s", ht_last_error());
+  for (int call = 0; call < 400; call++)
+    if (ht_computation_run(c, &n[call % 2], args, &d, NULL)) fail_msg("%s", ht_last_error());
+  const htd_point *p = htd_history_find(&c->v[d.variant].hist, ht_computation_size_key(c, &n[0]));
+  const htd_slot *slot = htd_cache_slot(&c->cache, ht_computation_size_key(c, &n[0]));
+  int before = p->next;
+  for (int call = 0; call < 2 * slot->sample_every; call++)
+    if (ht_computation_run(c, &n[call % 2], args, &d, NULL)) fail_msg("%s", ht_last_error());
+  int fed = (p->next - before + c->window) % c->window;
+  if (fed > 1) fail_msg("%d calls at N=100, one in %d to feed back: %d fed back", slot->sample_every,
+                        slot->sample_every, fed);
+  ht_computation_free_args(c, args);
+  ht_computation_destroy(c);
   ht_spec_destroy(s);
 }
 

@@ -19,27 +19,31 @@ void htd_cache_clear(htd_cache *c) {
   c->used = 0;
 }
 
-const ht_decision *htd_cache_get(const htd_cache *c, uint64_t key) {
+htd_slot *htd_cache_slot(htd_cache *c, uint64_t key) {
   if (!c->used) return NULL;
   for (uint32_t i = home(c, key);; i = (i + 1) & (c->cap - 1)) {
-    if (c->slots[i].key == key) return &c->slots[i].d;
+    if (c->slots[i].key == key) return &c->slots[i];
     if (!c->slots[i].key) return NULL;
   }
 }
 
-static void insert(htd_cache *c, uint64_t key, const ht_decision *d) {
-  uint32_t i = home(c, key);
-  while (c->slots[i].key && c->slots[i].key != key) i = (i + 1) & (c->cap - 1);
+const ht_decision *htd_cache_get(const htd_cache *c, uint64_t key) {
+  const htd_slot *s = htd_cache_slot((htd_cache *)c, key);
+  return s ? &s->d : NULL;
+}
+
+static void insert(htd_cache *c, const htd_slot *slot) {
+  uint32_t i = home(c, slot->key);
+  while (c->slots[i].key && c->slots[i].key != slot->key) i = (i + 1) & (c->cap - 1);
   if (!c->slots[i].key) c->used++;
-  c->slots[i].key = key;
-  c->slots[i].d = *d;
+  c->slots[i] = *slot;
 }
 
 static ht_status grow(htd_cache *c) {
   htd_cache bigger = {calloc(c->cap ? 2 * (size_t)c->cap : 64, sizeof(htd_slot)), c->cap ? 2 * c->cap : 64, 0};
   if (!bigger.slots) return ht_error(HT_ERR_NOMEM, "out of memory");
   for (uint32_t i = 0; i < c->cap; i++)
-    if (c->slots[i].key) insert(&bigger, c->slots[i].key, &c->slots[i].d);
+    if (c->slots[i].key) insert(&bigger, &c->slots[i]);
   free(c->slots);
   *c = bigger;
   return HT_OK;
@@ -50,7 +54,7 @@ ht_status htd_cache_put(htd_cache *c, uint64_t key, const ht_decision *d) {
     ht_status st = grow(c);
     if (st) return st;
   }
-  insert(c, key, d);
+  insert(c, &(htd_slot){key, *d, 0, 0}); /* a new decision: not settled */
   return HT_OK;
 }
 

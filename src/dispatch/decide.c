@@ -191,14 +191,17 @@ static void maybe_reprobe(ht_computation *c, const int64_t *rep, uint64_t key, h
   }
 }
 
-static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *out, uint64_t *key_out, int64_t *rep) {
+/* slot: the cache slot the decision came from, NULL when it did not come from the cache. */
+static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *out, uint64_t *key_out, int64_t *rep,
+                        htd_slot **slot) {
   uint64_t key = htd_bucket(c, sizes, rep);
   *key_out = key;
   ht_status st = HT_OK;
   int is_static = from_static(c, key, out);
-  const ht_decision *hit = is_static ? NULL : htd_cache_get(&c->cache, key);
+  htd_slot *hit = is_static ? NULL : htd_cache_slot(&c->cache, key);
+  *slot = hit;
   if (hit) {
-    *out = *hit;
+    *out = hit->d;
     out->source = HT_SRC_CACHED;
     out->decide_ns = 0;
   } else if (!is_static) {
@@ -225,8 +228,9 @@ static ht_status check_call(const ht_computation *c, const int64_t *sizes, ht_de
 ht_status ht_computation_decide(ht_computation *c, const int64_t *sizes, ht_decision *out) {
   uint64_t key;
   int64_t rep[HTD_MAX_SIZES];
+  htd_slot *slot;
   ht_status st = check_call(c, sizes, out);
-  return st ? st : decide(c, sizes, out, &key, rep);
+  return st ? st : decide(c, sizes, out, &key, rep, &slot);
 }
 
 /* ---- running ---- */
@@ -244,15 +248,16 @@ ht_status ht_computation_run(ht_computation *c, const int64_t *sizes, const ht_h
   ht_decision d;
   uint64_t key;
   int64_t rep[HTD_MAX_SIZES];
+  htd_slot *slot = NULL;
   ht_status st = check_call(c, sizes, &d);
   if (!st && !args) st = ht_error(HT_ERR_INVALID, "%s: no arguments", c->name);
-  if (!st) st = decide(c, sizes, &d, &key, rep);
+  if (!st) st = decide(c, sizes, &d, &key, rep, &slot);
   ht_run_times t;
   if (!st) st = run_one(c, d.variant, d.config, sizes, args, &t);
   if (st) return st;
   c->calls++;
   c->v[d.variant].probed_at = c->calls;
-  if (!htd_feedback_skip(c, d.variant, sizes, key, &d)) htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
+  if (!htd_feedback_skip(c, slot, sizes, &d)) htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
   if (out) *out = d;
   if (times) *times = t;
   return HT_OK;

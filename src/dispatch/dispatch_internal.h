@@ -74,10 +74,6 @@ typedef struct htd_variant {
   double drift_f;        /* the factor drift rescaled its history by, in all (1: none) */
   int64_t probed_at;     /* the computation's call count when it was last run or re-probed */
   int reprobe_every;     /* calls between re-probes: doubles while they find it slow */
-  /* Sampled feedback of short calls (htd_feedback_skip): at bucket sample_key, one cached call in
-   * sample_every is fed back; sample_left counts down to it. */
-  uint64_t sample_key;
-  int sample_every, sample_left;
   double correction;     /* bias factor applied to predictions that are not measurements (1: none) */
   ht_transfer_table *transfers; /* copies to and from its device by size (NULL: none to add) */
   ht_model *model;       /* a stored model of this kernel on this device (NULL: none) */
@@ -89,6 +85,9 @@ typedef struct htd_variant {
 typedef struct htd_slot {
   uint64_t key; /* 0: empty */
   ht_decision d;
+  /* Sampled feedback of short calls (htd_feedback_skip): one call of this decision in sample_every
+   * is fed back; sample_left counts down to it. 0: not settled yet (every call is fed back). */
+  int sample_every, sample_left;
 } htd_slot;
 
 typedef struct htd_cache {
@@ -177,7 +176,8 @@ enum { HTD_REPROBE = 16, HTD_REPROBE_MAX = 1024 };
 /* Feeding a call back (history, drift ratios, log line) costs about 150 ns: 10% of a 1.5 us call.
  * A decision taken from the cache at a size whose window of times is full is fed back once in
  * ceil(sample_below / median) calls (at most HTD_SAMPLE_MAX), so the feedback stays near 1% of
- * calls of any length; a drift shows after that many times more calls. */
+ * calls of any length; a drift shows after that many times more calls. The count is kept in the
+ * decision's cache slot: calls alternating between sizes are sampled each at its own size. */
 enum { HTD_SAMPLE_MAX = 64 };
 
 /* ---- computation.c ---- */
@@ -215,6 +215,7 @@ void htd_history_scale(htd_history *h, double f);
 /* ---- cache.c ---- */
 void htd_cache_free(htd_cache *c);
 const ht_decision *htd_cache_get(const htd_cache *c, uint64_t key);
+htd_slot *htd_cache_slot(htd_cache *c, uint64_t key); /* the slot of key, or NULL */
 ht_status htd_cache_put(htd_cache *c, uint64_t key, const ht_decision *d);
 void htd_cache_drop(htd_cache *c, uint64_t key);
 void htd_cache_clear(htd_cache *c);
@@ -245,9 +246,9 @@ void htd_feedback(ht_computation *c, int v, const int64_t *sizes, const ht_decis
 /* The same with the call's bucket (key, rep) already computed. */
 void htd_feedback_at(ht_computation *c, int v, const int64_t *sizes, uint64_t key, const int64_t *rep,
                      const ht_decision *d, const ht_run_times *t);
-/* 1 when this call of a cached decision need not be fed back (sampled feedback of short calls,
- * HTD_SAMPLE_MAX): it is counted in the log all the same. */
-int htd_feedback_skip(ht_computation *c, int v, const int64_t *sizes, uint64_t key, const ht_decision *d);
+/* 1 when this call of decision d, taken from cache slot s (NULL: not from the cache), need not be
+ * fed back (sampled feedback of short calls, HTD_SAMPLE_MAX): it is counted in the log all the same. */
+int htd_feedback_skip(ht_computation *c, htd_slot *s, const int64_t *sizes, const ht_decision *d);
 /* A lower bound on variant v's time at sizes (a stopped race loser): the bucket's estimate is
  * raised to at least t's total, never lowered; logged as censored. */
 void htd_feedback_censored(ht_computation *c, int v, const int64_t *sizes, const ht_run_times *t);

@@ -159,21 +159,20 @@ ht_status ht_computation_flush(ht_computation *c) {
 
 /* ---- feedback ---- */
 
-/* Where the variant's window at this bucket is full and its median short, only one call in
- * `every` is fed back (dispatch_internal.h, HTD_SAMPLE_MAX). */
-static void set_sampling(const ht_computation *c, htd_variant *v, uint64_t key, const htd_point *p) {
+/* Where a standing cached decision's winner has a full window at its bucket and a short median,
+ * only one of its calls in `every` is fed back (dispatch_internal.h, HTD_SAMPLE_MAX). */
+static void set_sampling(const ht_computation *c, htd_slot *s, const htd_point *p) {
   int every = 1;
   if (p->n >= c->window && !p->censored && p->median > 0 && p->median < c->sample_below_s)
     every = (int)fmin(ceil(c->sample_below_s / p->median), HTD_SAMPLE_MAX);
-  v->sample_key = key;
-  v->sample_every = every;
-  if (v->sample_left <= 0 || v->sample_left > every) v->sample_left = every;
+  s->sample_every = every;
+  if (s->sample_left <= 0 || s->sample_left > every) s->sample_left = every;
 }
 
-int htd_feedback_skip(ht_computation *c, int vi, const int64_t *sizes, uint64_t key, const ht_decision *d) {
-  htd_variant *v = &c->v[vi];
-  if (d->source != HT_SRC_CACHED || v->sample_every <= 1 || v->sample_key != key) return 0;
-  if (--v->sample_left <= 0) return 0; /* this one is fed back; set_sampling starts the count again */
+int htd_feedback_skip(ht_computation *c, htd_slot *s, const int64_t *sizes, const ht_decision *d) {
+  const int vi = d->variant;
+  if (d->source != HT_SRC_CACHED || !s || s->d.variant != vi || s->sample_every <= 1) return 0;
+  if (--s->sample_left <= 0) return 0; /* this one is fed back; set_sampling starts the count again */
   if (!c->st) return 1;
   /* counted in the open log line of the same calls; where there is none, fed back (and logged) */
   htd_log_entry *e = c->open && c->n_log ? &c->log[c->n_log - 1] : NULL;
@@ -203,7 +202,6 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */
   else p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
   if (!p) return;
-  set_sampling(c, v, key, p);
   if (isfinite(expected) && expected > 0) {
     /* A re-probe that finds a slowed variant fast again undoes the drift at once. */
     if (d && d->source == HT_SRC_EXPLORE && v->drift_f > c->drift) {
@@ -222,11 +220,14 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   }
   /* A decision made on a prediction is made again on the measurement; one made on a measurement
    * stands while the winner's time stays within the drift factor of what it expected. */
-  const ht_decision *cached = htd_cache_get(&c->cache, key);
+  htd_slot *slot = htd_cache_slot(&c->cache, key);
+  const ht_decision *cached = slot ? &slot->d : NULL;
   if (cached && (cached->source != HT_SRC_MEASURED || cached->variant != vi ||
                  !(p->median <= c->drift * cached->pred_total_s && p->median * c->drift >= cached->pred_total_s) ||
                  (cached->runner_up >= 0 && p->median > cached->runner_up_total_s)))
     htd_cache_drop(&c->cache, key);
+  else if (slot)
+    set_sampling(c, slot, p); /* the decision stands: its calls may be sampled */
 }
 
 /* ---- censored times: lower bounds ---- */
