@@ -29,6 +29,7 @@ ht_status ht_computation_create(const char *name, ht_store *st, ht_computation *
   c->regret_cap = 1.2;
   c->sample_below_s = 16e-6;
   c->seed = 1;
+  htd_log_init(c);
   *out = c;
   return HT_OK;
 }

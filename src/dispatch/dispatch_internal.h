@@ -121,6 +121,13 @@ const char *htd_selector_names(void);
 /* Logged calls: a run of calls alike (same variant, config, sizes and decision source), written
  * to the store as one row in batches. */
 enum { HTD_LOG_GROUP = 64 };
+/* Log entries open at once: calls alternating between a few sizes (or variants) still group, each
+ * kind with its own entry, instead of one row per call. */
+enum { HTD_OPEN_GROUPS = 8 };
+typedef struct htd_log_group {
+  int entry;                     /* index in log, -1: this slot is free */
+  double t[3][HTD_LOG_GROUP];    /* its calls' kernel, h2d and d2h times */
+} htd_log_group;
 typedef struct htd_log_entry {
   int variant, calls;
   int64_t skipped;    /* calls alike run but not fed back (sampled feedback): counted, not timed */
@@ -158,8 +165,7 @@ struct ht_computation {
   /* the log */
   htd_log_entry *log;
   int n_log, cap_log;
-  int open;                            /* the last entry still takes calls alike */
-  double group[3][HTD_LOG_GROUP];     /* its calls' kernel, h2d and d2h times */
+  htd_log_group open[HTD_OPEN_GROUPS]; /* entries still taking calls alike */
   int64_t calls;         /* calls run */
   int n_drifted;         /* variants whose history drift slowed (drift_f > 1) */
   /* A layer above (coexec's race) keeps its state here: destroy calls race_free(race). */
@@ -241,6 +247,7 @@ const char *htd_model_argmin(ht_computation *c, int v, const int64_t *rep, uint6
 ht_status htd_tuned_load(ht_computation *c);
 
 /* ---- feedback.c ---- */
+void htd_log_init(ht_computation *c); /* no log entry open */
 /* Records a run of variant v (what the decision expected in d, NULL for calibration runs). */
 void htd_feedback(ht_computation *c, int v, const int64_t *sizes, const ht_decision *d, const ht_run_times *t);
 /* The same with the call's bucket (key, rep) already computed. */

@@ -67,32 +67,45 @@ static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f
 
 /* ---- the log ---- */
 
+void htd_log_init(ht_computation *c) {
+  for (int k = 0; k < HTD_OPEN_GROUPS; k++) c->open[k].entry = -1;
+}
+
 /* The entry's times: those of its median call (by total), so that the three add up. */
-static void close_group(ht_computation *c) {
-  if (!c->open) return;
-  htd_log_entry *e = &c->log[c->n_log - 1];
+static void close_group(ht_computation *c, htd_log_group *g) {
+  if (g->entry < 0) return;
+  htd_log_entry *e = &c->log[g->entry];
   double total[HTD_LOG_GROUP], sorted[HTD_LOG_GROUP];
-  for (int i = 0; i < e->calls; i++) sorted[i] = total[i] = c->group[0][i] + c->group[1][i] + c->group[2][i];
+  for (int i = 0; i < e->calls; i++) sorted[i] = total[i] = g->t[0][i] + g->t[1][i] + g->t[2][i];
   double m = ht_stat_median(sorted, e->calls);
   int at = 0;
   for (int i = 1; i < e->calls; i++)
     if (fabs(total[i] - m) < fabs(total[at] - m)) at = i;
-  e->kernel_s = c->group[0][at];
-  e->h2d_s = c->group[1][at];
-  e->d2h_s = c->group[2][at];
-  c->open = 0;
+  e->kernel_s = g->t[0][at];
+  e->h2d_s = g->t[1][at];
+  e->d2h_s = g->t[2][at];
+  g->entry = -1;
 }
 
-static int same_group(const ht_computation *c, int vi, const int64_t *sizes, char source, const char *config,
-                      int censored) {
-  const htd_log_entry *e = &c->log[c->n_log - 1];
-  return c->open && e->calls < HTD_LOG_GROUP && e->variant == vi && e->source == source && e->config == config &&
-         e->censored == censored &&
-         !memcmp(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
+static void close_groups(ht_computation *c) {
+  for (int k = 0; k < HTD_OPEN_GROUPS; k++) close_group(c, &c->open[k]);
 }
 
-static htd_log_entry *new_entry(ht_computation *c) {
-  close_group(c);
+/* The open entry of calls alike (variant, sizes, decision source, config, censored), or NULL. */
+static htd_log_group *open_group(ht_computation *c, int vi, const int64_t *sizes, char source, const char *config,
+                                 int censored) {
+  for (int k = 0; k < HTD_OPEN_GROUPS; k++) {
+    htd_log_group *g = &c->open[k];
+    const htd_log_entry *e = g->entry >= 0 ? &c->log[g->entry] : NULL;
+    if (e && e->variant == vi && e->source == source && e->config == config && e->censored == censored &&
+        !memcmp(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes))
+      return g;
+  }
+  return NULL;
+}
+
+/* A new entry and its group: a free slot, else the oldest entry's (closed first). */
+static htd_log_group *new_group(ht_computation *c) {
   if (c->n_log >= LOG_BATCH && ht_computation_flush(c)) ht_log(1, "%s: logging calls: %s", c->name, ht_last_error());
   if (c->n_log == c->cap_log) {
     int cap = c->cap_log ? 2 * c->cap_log : 64;
@@ -101,17 +114,22 @@ static htd_log_entry *new_entry(ht_computation *c) {
     c->log = l;
     c->cap_log = cap;
   }
-  c->open = 1;
-  return &c->log[c->n_log++];
+  htd_log_group *g = &c->open[0];
+  for (int k = 0; k < HTD_OPEN_GROUPS && g->entry >= 0; k++)
+    if (c->open[k].entry < g->entry) g = &c->open[k];
+  close_group(c, g);
+  g->entry = c->n_log++;
+  return g;
 }
 
 static void log_call(ht_computation *c, int vi, const int64_t *sizes, const ht_decision *d, const char *config,
                      const ht_run_times *t, int censored) {
   if (!c->st) return;
   char source = d ? (char)d->source : (char)HT_SRC_EXPLORE;
-  htd_log_entry *e = c->n_log && same_group(c, vi, sizes, source, config, censored) ? &c->log[c->n_log - 1] : NULL;
-  if (!e) {
-    if (!(e = new_entry(c))) return;
+  htd_log_group *g = open_group(c, vi, sizes, source, config, censored);
+  if (!g) {
+    if (!(g = new_group(c))) return;
+    htd_log_entry *e = &c->log[g->entry];
     e->variant = vi;
     e->censored = censored;
     e->calls = 0;
@@ -122,10 +140,11 @@ static void log_call(ht_computation *c, int vi, const int64_t *sizes, const ht_d
     e->when = ht_wall_time();
     e->config = config;
   }
-  c->group[0][e->calls] = t->kernel_s;
-  c->group[1][e->calls] = t->h2d_s;
-  c->group[2][e->calls] = t->d2h_s;
-  e->calls++;
+  htd_log_entry *e = &c->log[g->entry];
+  g->t[0][e->calls] = t->kernel_s;
+  g->t[1][e->calls] = t->h2d_s;
+  g->t[2][e->calls] = t->d2h_s;
+  if (++e->calls == HTD_LOG_GROUP) close_group(c, g); /* full: the next call alike starts another */
 }
 
 static void sizes_text(const ht_spec *s, const int64_t *sizes, char *buf, size_t len) {
@@ -138,7 +157,7 @@ static void sizes_text(const ht_spec *s, const int64_t *sizes, char *buf, size_t
 ht_status ht_computation_flush(ht_computation *c) {
   if (!c) return ht_error(HT_ERR_INVALID, "ht_computation_flush: no computation");
   if (!c->st || !c->n_log) return HT_OK;
-  close_group(c);
+  close_groups(c);
   ht_dispatch_record *recs = calloc((size_t)c->n_log, sizeof *recs);
   char (*sizes)[160] = calloc((size_t)c->n_log, sizeof *sizes);
   ht_status st = recs && sizes ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
@@ -174,12 +193,10 @@ int htd_feedback_skip(ht_computation *c, htd_slot *s, const int64_t *sizes, cons
   if (d->source != HT_SRC_CACHED || !s || s->d.variant != vi || s->sample_every <= 1) return 0;
   if (--s->sample_left <= 0) return 0; /* this one is fed back; set_sampling starts the count again */
   if (!c->st) return 1;
-  /* counted in the open log line of the same calls; where there is none, fed back (and logged) */
-  htd_log_entry *e = c->open && c->n_log ? &c->log[c->n_log - 1] : NULL;
-  if (!e || e->variant != vi || e->source != (char)HT_SRC_CACHED || e->censored || e->config != d->config ||
-      memcmp(e->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes))
-    return 0;
-  e->skipped++;
+  /* counted in the open log entry of the same calls; where there is none, fed back (and logged) */
+  htd_log_group *g = open_group(c, vi, sizes, (char)HT_SRC_CACHED, d->config, 0);
+  if (!g) return 0;
+  c->log[g->entry].skipped++;
   return 1;
 }
 
