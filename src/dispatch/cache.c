@@ -27,11 +27,6 @@ htd_slot *htd_cache_slot(htd_cache *c, uint64_t key) {
   }
 }
 
-const ht_decision *htd_cache_get(const htd_cache *c, uint64_t key) {
-  const htd_slot *s = htd_cache_slot((htd_cache *)c, key);
-  return s ? &s->d : NULL;
-}
-
 static void insert(htd_cache *c, const htd_slot *slot) {
   uint32_t i = home(c, slot->key);
   while (c->slots[i].key && c->slots[i].key != slot->key) i = (i + 1) & (c->cap - 1);

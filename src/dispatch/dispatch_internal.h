@@ -220,7 +220,6 @@ void htd_history_scale(htd_history *h, double f);
 
 /* ---- cache.c ---- */
 void htd_cache_free(htd_cache *c);
-const ht_decision *htd_cache_get(const htd_cache *c, uint64_t key);
 htd_slot *htd_cache_slot(htd_cache *c, uint64_t key); /* the slot of key, or NULL */
 ht_status htd_cache_put(htd_cache *c, uint64_t key, const ht_decision *d);
 void htd_cache_drop(htd_cache *c, uint64_t key);
