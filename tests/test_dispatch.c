@@ -426,6 +426,102 @@ static void test_sampled_feedback(void **state) {
   ht_spec_destroy(s);
 }
 
+/* Calls at one size repeat the standing decision without deciding again, yet still see what
+ * changes it: a device slowing down, a faster variant recorded, a static cache set; every call is
+ * logged. */
+static void test_repeated_calls(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  char *db = ht_strfmt("%s/test_dispatch_repeat.db", HT_BINARY_DIR);
+  unlink(db);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_computation *c = offload(s, st, "explore=0");
+  int64_t n = 100, calls = 0;
+  ht_host_arg *args;
+  ht_decision d;
+  if (ht_computation_make_args(c, &n, 5, &args)) fail_msg("%s", ht_last_error());
+  for (; calls < 300; calls++)
+    if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+  int chosen = d.variant;
+  const htd_slot *slot = htd_cache_slot(&c->cache, ht_computation_size_key(c, &n));
+  assert_non_null(slot);
+  assert_true(slot->sample_every > 1);
+  assert_true(c->repeat.armed); /* the calls repeat the decision */
+  assert_int_equal(d.source, HT_SRC_CACHED);
+  assert_int_equal(d.variant, slot->d.variant);
+  assert_string_equal(d.config, slot->d.config);
+  /* a slowdown is seen as soon as with calls at changing sizes: the repeats count towards sampling */
+  int every = slot->sample_every, moved = 0;
+  assert_int_equal(ht_sim_set_speed(ht_exec_device(c->v[chosen].ex), 50.0), HT_OK);
+  for (int call = 1; call <= 400 && !moved; call++, calls++) {
+    if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+    moved = d.variant != chosen ? call : 0;
+  }
+  if (!moved || moved > 3 * every + 1) fail_msg("the choice moved after %d calls (at most %d)", moved, 3 * every + 1);
+  assert_int_equal(ht_sim_set_speed(ht_exec_device(c->v[chosen].ex), 1.0), HT_OK);
+  /* settled again, the other variant recorded as much faster: the next call takes it */
+  for (int call = 0; call < 100; call++, calls++)
+    if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+  int now = d.variant;
+  assert_true(c->repeat.armed);
+  ht_run_times fast = {1e-9, 0, 0, 1e-9};
+  for (int k = 0; k < 16; k++) assert_int_equal(ht_computation_record(c, 1 - now, &n, &fast, 0), HT_OK);
+  calls += 16; /* recorded times are logged as calls */
+  if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+  calls++;
+  assert_int_equal(d.variant, 1 - now);
+  /* decisions at many other sizes move the cache's slots (it grows): the next call is still right */
+  for (int call = 0; call < 50; call++, calls++)
+    if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+  assert_true(c->repeat.armed);
+  ht_decision other;
+  for (int64_t m = 1000; m < 1200; m++) assert_int_equal(ht_computation_decide(c, &m, &other), HT_OK);
+  assert_int_equal(ht_computation_decide(c, &n, &other), HT_OK);
+  if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+  calls++;
+  assert_int_equal(d.variant, other.variant);
+  /* a static cache set between two calls answers the next one */
+  for (int call = 0; call < 50; call++, calls++)
+    if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+  ht_static_entry e = {ht_computation_size_key(c, &n), 1 - d.variant, "THREADS_ALL=0", 1000, 'M'};
+  assert_int_equal(ht_computation_set_static_cache(c, &e, 1), HT_OK);
+  if (ht_computation_run(c, &n, args, &d, NULL)) fail_msg("%s", ht_last_error());
+  calls++;
+  assert_int_equal(d.source, HT_SRC_STATIC);
+  assert_int_equal(d.variant, e.variant);
+  ht_computation_free_args(c, args);
+  ht_computation_destroy(c); /* writes the log */
+  sum_calls = 0;
+  int rows = 0;
+  assert_int_equal(ht_store_each_dispatch_log(st, "offload", 0, add_calls, &rows), HT_OK);
+  assert_int_equal(sum_calls, calls);
+  ht_store_close(st);
+  free(db);
+  ht_spec_destroy(s);
+}
+
+/* A burst of slow calls mixed with normal ones is taken for a change of speed; when the calls
+ * after it are normal again, the speed changes back: the variant's other sizes are not left
+ * rescaled. */
+static void test_passing_stall_drifts_back(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c = offload(s, NULL, "explore=0");
+  int64_t n = 1000, other = 4000;
+  for (int k = 0; k < 16; k++) feed(c, 0, n, 1.0e-3), feed(c, 1, n, 1.3e-3), feed(c, 0, other, 4e-3);
+  const double burst[] = {2e-3, 2e-3, 1e-3, 1e-3, 2e-3}; /* 3 of 5 twice as slow: a drift */
+  for (int k = 0; k < 5; k++) feed(c, 0, n, burst[k]);
+  assert_true(c->v[0].drift_f > 1.5);
+  for (int k = 0; k < 10; k++) feed(c, 0, n, 1.0e-3);
+  if (fabs(c->v[0].drift_f - 1) > 0.1) fail_msg("drift factor %g after the burst passed", c->v[0].drift_f);
+  double t_other = htd_history_find(&c->v[0].hist, ht_computation_size_key(c, &other))->median;
+  if (fabs(t_other / 4e-3 - 1) > 0.1) fail_msg("the other size's median is %g s, measured 4e-3 s", t_other);
+  assert_int_equal(c->n_drifted, 0);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
 /* A tuning run's time (the kernel alone) stored for (spec, device, N, config). */
 static void store_eval(ht_store *st, const ht_spec *s, const char *device, int64_t n, const char *config, double t) {
   ht_exec *ex;
@@ -694,7 +790,8 @@ int main(void) {
       cmocka_unit_test(test_rule_selector),      cmocka_unit_test(test_signature_mismatch),
       cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_log_across_programs),
-      cmocka_unit_test(test_sampled_feedback), cmocka_unit_test(test_static_cache_header),
+      cmocka_unit_test(test_sampled_feedback), cmocka_unit_test(test_repeated_calls),
+      cmocka_unit_test(test_passing_stall_drifts_back), cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
       cmocka_unit_test(test_model_best_config), cmocka_unit_test(test_model_bands_close),  cmocka_unit_test(test_cli),
   };

@@ -17,6 +17,7 @@ void htd_cache_free(htd_cache *c) {
 void htd_cache_clear(htd_cache *c) {
   if (c->slots) memset(c->slots, 0, sizeof *c->slots * c->cap);
   c->used = 0;
+  c->changes++;
 }
 
 htd_slot *htd_cache_slot(htd_cache *c, uint64_t key) {
@@ -35,7 +36,8 @@ static void insert(htd_cache *c, const htd_slot *slot) {
 }
 
 static ht_status grow(htd_cache *c) {
-  htd_cache bigger = {calloc(c->cap ? 2 * (size_t)c->cap : 64, sizeof(htd_slot)), c->cap ? 2 * c->cap : 64, 0};
+  htd_cache bigger = {calloc(c->cap ? 2 * (size_t)c->cap : 64, sizeof(htd_slot)), c->cap ? 2 * c->cap : 64, 0,
+                      c->changes};
   if (!bigger.slots) return ht_error(HT_ERR_NOMEM, "out of memory");
   for (uint32_t i = 0; i < c->cap; i++)
     if (c->slots[i].key) insert(&bigger, &c->slots[i]);
@@ -50,6 +52,7 @@ ht_status htd_cache_put(htd_cache *c, uint64_t key, const ht_decision *d) {
     if (st) return st;
   }
   insert(c, &(htd_slot){key, *d, 0, 0}); /* a new decision: not settled */
+  c->changes++;
   return HT_OK;
 }
 
@@ -63,6 +66,7 @@ void htd_cache_drop(htd_cache *c, uint64_t key) {
   }
   c->slots[i].key = 0;
   c->used--;
+  c->changes++;
   for (uint32_t j = (i + 1) & mask; c->slots[j].key; j = (j + 1) & mask) {
     uint32_t h = home(c, c->slots[j].key);
     /* the entry at j may move to the hole at i when its home is not cyclically in (i, j] */

@@ -141,6 +141,7 @@ ht_status ht_computation_set_options(ht_computation *c, const char *options) {
   ht_options *o;
   ht_status st = ht_options_parse(options, &o);
   if (st) return ht_error_prefix(st, "%s: options: ", c->name);
+  c->repeat.armed = 0;
   const char *sel = ht_options_str(o, "selector", c->selector ? c->selector->name : "history");
   const char *bucket = ht_options_str(o, "bucket", NULL);
   const char *rule = ht_options_str(o, "rule", NULL);

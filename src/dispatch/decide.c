@@ -236,31 +236,107 @@ ht_status ht_computation_decide(ht_computation *c, const int64_t *sizes, ht_deci
 /* ---- running ---- */
 
 static ht_status run_one(ht_computation *c, int vi, const char *config, const int64_t *sizes,
-                         const ht_host_arg *args, ht_run_times *t) {
+                         const ht_host_arg *args, ht_run_times *t, ht_variant **ran) {
   ht_variant *run;
   ht_status st = htd_variant_for(c, vi, config, &run);
   if (!st) st = ht_variant_run(run, sizes, args, NULL, t);
+  if (ran) *ran = run;
   return st ? ht_error_prefix(st, "%s: running variant %d (%s): ", c->name, vi, c->v[vi].label) : HT_OK;
 }
 
-ht_status ht_computation_run(ht_computation *c, const int64_t *sizes, const ht_host_arg *args, ht_decision *out,
-                             ht_run_times *times) {
+/* ---- the same call again ---- */
+
+/* A call at the sizes of the previous one, whose cached decision stood and was not fed back, is
+ * run again without deciding (bucket, cache probe, config lookup, log search: a few hundred
+ * instructions of a small call's few thousand) while the cache and the open log entries are
+ * unchanged, the decision may not be explored, no re-probe is due, and the call due to be fed back
+ * is still ahead: that one takes the full path, which arms the repeat again. */
+static void arm_repeat(ht_computation *c, htd_slot *slot, const int64_t *sizes, ht_variant *run, int entry) {
+  htd_repeat *r = &c->repeat;
+  r->armed = slot && !(slot->d.close && c->explore > 0);
+  if (!r->armed) return;
+  r->reprobe_at = INT64_MAX; /* the first call at which maybe_reprobe may pick a variant drift slowed */
+  for (int i = 0; c->n_drifted && i < c->n_variants; i++)
+    if (i != slot->d.variant && c->v[i].drift_f > c->drift && c->v[i].probed_at + c->v[i].reprobe_every < r->reprobe_at)
+      r->reprobe_at = c->v[i].probed_at + c->v[i].reprobe_every;
+  memcpy(r->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
+  r->slot = slot;
+  r->run = run;
+  r->entry = entry;
+  r->cache_changes = c->cache.changes;
+  r->log_changes = c->log_changes;
+}
+
+static int can_repeat(const ht_computation *c, const int64_t *sizes, const ht_host_arg *args) {
+  const htd_repeat *r = &c->repeat;
+  if (!r->armed || !args || !sizes || r->cache_changes != c->cache.changes || r->log_changes != c->log_changes ||
+      r->slot->sample_left <= 1 || c->calls >= r->reprobe_at)
+    return 0;
+  for (int i = 0; i < c->spec0->n_sizes; i++) /* a loop: memcmp's call costs more than one or two sizes */
+    if (sizes[i] != r->sizes[i]) return 0;
+  return 1;
+}
+
+static ht_status run_repeat(ht_computation *c, const int64_t *sizes, const ht_host_arg *args, ht_decision *out,
+                            ht_run_times *times) {
+  htd_repeat *r = &c->repeat;
+  const ht_decision *d = &r->slot->d;
+  ht_run_times t;
+  ht_status st = ht_variant_run(r->run, sizes, args, NULL, &t);
+  if (st) {
+    r->armed = 0;
+    return ht_error_prefix(st, "%s: running variant %d (%s): ", c->name, d->variant, c->v[d->variant].label);
+  }
+  c->calls++;
+  c->v[d->variant].probed_at = c->calls;
+  r->slot->sample_left--;
+  if (r->entry >= 0) c->log[r->entry].skipped++;
+  if (out) {
+    *out = *d;
+    out->source = HT_SRC_CACHED;
+    out->decide_ns = 0;
+  }
+  if (times) *times = t;
+  return HT_OK;
+}
+
+/* A call that decides (not a repeat): kept out of line so that a repeat does not pay for its frame. */
+static __attribute__((noinline)) ht_status run_decided(ht_computation *c, const int64_t *sizes,
+                                                       const ht_host_arg *args, ht_decision *out, ht_run_times *times) {
   ht_decision d;
   uint64_t key;
   int64_t rep[HTD_MAX_SIZES];
   htd_slot *slot = NULL;
+  ht_variant *ran = NULL;
+  if (c) c->repeat.armed = 0;
   ht_status st = check_call(c, sizes, &d);
   if (!st && !args) st = ht_error(HT_ERR_INVALID, "%s: no arguments", c->name);
   if (!st) st = decide(c, sizes, &d, &key, rep, &slot);
   ht_run_times t;
-  if (!st) st = run_one(c, d.variant, d.config, sizes, args, &t);
+  if (!st) st = run_one(c, d.variant, d.config, sizes, args, &t, &ran);
   if (st) return st;
   c->calls++;
   c->v[d.variant].probed_at = c->calls;
-  if (!htd_feedback_skip(c, slot, sizes, &d)) htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
+  int entry;
+  uint32_t changes = c->cache.changes;
+  if (htd_feedback_skip(c, slot, sizes, &d, &entry)) {
+    arm_repeat(c, slot, sizes, ran, entry);
+  } else {
+    htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
+    /* the decision stood and its calls are now sampled: the next ones may repeat it */
+    if (slot && c->cache.changes == changes && d.source == HT_SRC_CACHED && slot->d.variant == d.variant &&
+        slot->sample_every > 1 && htd_log_entry_of(c, sizes, &d, &entry))
+      arm_repeat(c, slot, sizes, ran, entry);
+  }
   if (out) *out = d;
   if (times) *times = t;
   return HT_OK;
+}
+
+ht_status ht_computation_run(ht_computation *c, const int64_t *sizes, const ht_host_arg *args, ht_decision *out,
+                             ht_run_times *times) {
+  if (c && can_repeat(c, sizes, args)) return run_repeat(c, sizes, args, out, times);
+  return run_decided(c, sizes, args, out, times);
 }
 
 ht_status ht_computation_run_variant(ht_computation *c, int variant, const int64_t *sizes, const ht_host_arg *args,
@@ -273,7 +349,7 @@ ht_status ht_computation_run_variant(ht_computation *c, int variant, const int64
   int64_t rep[HTD_MAX_SIZES];
   if (!st) htd_bucket(c, sizes, rep);
   ht_run_times t;
-  if (!st) st = run_one(c, variant, htd_config_for(c, variant, rep), sizes, args, &t);
+  if (!st) st = run_one(c, variant, htd_config_for(c, variant, rep), sizes, args, &t, NULL);
   if (st) return st;
   htd_feedback(c, variant, sizes, NULL, &t);
   if (times) *times = t;
@@ -291,6 +367,7 @@ ht_status ht_computation_set_static_cache(ht_computation *c, const ht_static_ent
                       entries[i].variant, c->n_variants);
   c->statics = entries;
   c->n_statics = n;
+  c->repeat.armed = 0;
   return HT_OK;
 }
 

@@ -93,7 +93,20 @@ typedef struct htd_slot {
 typedef struct htd_cache {
   htd_slot *slots;
   uint32_t cap, used; /* cap: a power of two */
+  uint32_t changes;   /* bumped by every put, drop and clear: a slot pointer kept is valid while it holds */
 } htd_cache;
+
+/* The previous call, repeated without deciding again (decide.c) while nothing it rests on has
+ * changed: the cache (changes), the open log entries (log_changes) and the standing decision. */
+typedef struct htd_repeat {
+  int armed;
+  int64_t sizes[HTD_MAX_SIZES];
+  htd_slot *slot;     /* the cached decision it follows */
+  ht_variant *run;    /* the execution layer's object that runs it */
+  int entry;          /* the open log entry its skipped calls count in; -1: no store */
+  uint32_t cache_changes, log_changes;
+  int64_t reprobe_at; /* repeated only while calls is below it */
+} htd_repeat;
 
 typedef enum htd_bucket_kind { HTD_BUCKET_EXACT = 0, HTD_BUCKET_LOG2, HTD_BUCKET_DECADE } htd_bucket_kind;
 
@@ -166,6 +179,8 @@ struct ht_computation {
   htd_log_entry *log;
   int n_log, cap_log;
   htd_log_group open[HTD_OPEN_GROUPS]; /* entries still taking calls alike */
+  uint32_t log_changes;  /* bumped when an open log entry is closed or the log is written */
+  htd_repeat repeat;
   int64_t calls;         /* calls run */
   int n_drifted;         /* variants whose history drift slowed (drift_f > 1) */
   /* A layer above (coexec's race) keeps its state here: destroy calls race_free(race). */
@@ -253,8 +268,12 @@ void htd_feedback(ht_computation *c, int v, const int64_t *sizes, const ht_decis
 void htd_feedback_at(ht_computation *c, int v, const int64_t *sizes, uint64_t key, const int64_t *rep,
                      const ht_decision *d, const ht_run_times *t);
 /* 1 when this call of decision d, taken from cache slot s (NULL: not from the cache), need not be
- * fed back (sampled feedback of short calls, HTD_SAMPLE_MAX): it is counted in the log all the same. */
-int htd_feedback_skip(ht_computation *c, htd_slot *s, const int64_t *sizes, const ht_decision *d);
+ * fed back (sampled feedback of short calls, HTD_SAMPLE_MAX): it is counted in the log all the same,
+ * in entry *entry (-1: the computation has no store). */
+int htd_feedback_skip(ht_computation *c, htd_slot *s, const int64_t *sizes, const ht_decision *d, int *entry);
+/* The open log entry that cached calls of d at sizes are counted in (*entry; -1: the computation
+ * has no store); 0 when it has a store and no such entry is open. */
+int htd_log_entry_of(ht_computation *c, const int64_t *sizes, const ht_decision *d, int *entry);
 /* A lower bound on variant v's time at sizes (a stopped race loser): the bucket's estimate is
  * raised to at least t's total, never lowered; logged as censored. */
 void htd_feedback_censored(ht_computation *c, int v, const int64_t *sizes, const ht_run_times *t);

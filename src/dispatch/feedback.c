@@ -34,27 +34,34 @@ static double drift_factor(const ht_computation *c, const htd_variant *v) {
   return 0;
 }
 
-/* Keeps the newest k samples of p (those of the device as it is now). */
-static void keep_newest(htd_point *p, int k, int window) {
+/* Keeps the newest k samples of p beyond the drift factor of expected on f's side: those that
+ * show the device's new speed. Keeping the newest whatever their side left times of the old speed
+ * beside a rescaled history; the next calls then matched them, a passing stall never drifted back,
+ * and the scale of the variant's other sizes stayed wrong. */
+static void keep_beyond(const ht_computation *c, htd_point *p, double expected, double f, int k) {
   double keep[HTD_WINDOW_MAX];
-  int n = k < p->n ? k : p->n;
-  for (int i = 0; i < n; i++) keep[i] = p->samples[((p->next - n + i) % window + window) % window];
-  memcpy(p->samples, keep, sizeof keep[0] * (size_t)n);
+  int n = 0, window = c->window;
+  for (int i = 0; i < p->n && n < k; i++) { /* newest first */
+    double s = p->samples[((p->next - 1 - i) % window + window) % window];
+    if (f > 1 ? s > c->drift * expected : s < expected / c->drift) keep[n++] = s;
+  }
+  if (!n) keep[n++] = p->samples[((p->next - 1) % window + window) % window];
+  for (int i = 0; i < n; i++) p->samples[i] = keep[n - 1 - i];
   p->n = n;
   p->next = n % window;
   htd_point_resort(p);
 }
 
-/* keep: the newest samples of now that already show the new speed. */
-static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f, int keep) {
-  int newest = now ? (now->n < keep ? now->n : keep) : 0;
+/* The variant's speed changed by f against what expected said: its whole history is rescaled,
+ * but for the samples of now that already show the new speed (at most keep of them). */
+static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f, int keep, double expected) {
   double saved[HTD_WINDOW_MAX];
   int n_saved = now ? now->n : 0;
   if (now) memcpy(saved, now->samples, sizeof saved[0] * (size_t)n_saved);
   htd_history_scale(&v->hist, f);
   if (now) {
-    memcpy(now->samples, saved, sizeof saved[0] * (size_t)n_saved); /* its newest are already the new speed */
-    keep_newest(now, newest, c->window);
+    memcpy(now->samples, saved, sizeof saved[0] * (size_t)n_saved);
+    keep_beyond(c, now, expected, f, keep);
   }
   v->n_ratio = v->next_ratio = 0;
   v->correction = 1;
@@ -74,6 +81,7 @@ void htd_log_init(ht_computation *c) {
 /* The entry's times: those of its median call (by total), so that the three add up. */
 static void close_group(ht_computation *c, htd_log_group *g) {
   if (g->entry < 0) return;
+  c->log_changes++;
   htd_log_entry *e = &c->log[g->entry];
   double total[HTD_LOG_GROUP], sorted[HTD_LOG_GROUP];
   for (int i = 0; i < e->calls; i++) sorted[i] = total[i] = g->t[0][i] + g->t[1][i] + g->t[2][i];
@@ -158,6 +166,7 @@ ht_status ht_computation_flush(ht_computation *c) {
   if (!c) return ht_error(HT_ERR_INVALID, "ht_computation_flush: no computation");
   if (!c->st || !c->n_log) return HT_OK;
   close_groups(c);
+  c->log_changes++;
   ht_dispatch_record *recs = calloc((size_t)c->n_log, sizeof *recs);
   char (*sizes)[160] = calloc((size_t)c->n_log, sizeof *sizes);
   ht_status st = recs && sizes ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
@@ -188,15 +197,21 @@ static void set_sampling(const ht_computation *c, htd_slot *s, const htd_point *
   if (s->sample_left <= 0 || s->sample_left > every) s->sample_left = every;
 }
 
-int htd_feedback_skip(ht_computation *c, htd_slot *s, const int64_t *sizes, const ht_decision *d) {
-  const int vi = d->variant;
-  if (d->source != HT_SRC_CACHED || !s || s->d.variant != vi || s->sample_every <= 1) return 0;
-  if (--s->sample_left <= 0) return 0; /* this one is fed back; set_sampling starts the count again */
+int htd_log_entry_of(ht_computation *c, const int64_t *sizes, const ht_decision *d, int *entry) {
+  *entry = -1;
   if (!c->st) return 1;
+  htd_log_group *g = open_group(c, d->variant, sizes, (char)HT_SRC_CACHED, d->config, 0);
+  if (g) *entry = g->entry;
+  return g != NULL;
+}
+
+int htd_feedback_skip(ht_computation *c, htd_slot *s, const int64_t *sizes, const ht_decision *d, int *entry) {
+  *entry = -1;
+  if (d->source != HT_SRC_CACHED || !s || s->d.variant != d->variant || s->sample_every <= 1) return 0;
+  if (--s->sample_left <= 0) return 0; /* this one is fed back; set_sampling starts the count again */
   /* counted in the open log entry of the same calls; where there is none, fed back (and logged) */
-  htd_log_group *g = open_group(c, vi, sizes, (char)HT_SRC_CACHED, d->config, 0);
-  if (!g) return 0;
-  c->log[g->entry].skipped++;
+  if (!htd_log_entry_of(c, sizes, d, entry)) return 0;
+  if (*entry >= 0) c->log[*entry].skipped++;
   return 1;
 }
 
@@ -224,11 +239,11 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
     if (d && d->source == HT_SRC_EXPLORE && v->drift_f > c->drift) {
       int fast = total / expected < 1 / c->drift;
       v->reprobe_every = fast ? HTD_REPROBE : v->reprobe_every < HTD_REPROBE_MAX ? 2 * v->reprobe_every : HTD_REPROBE_MAX;
-      if (fast) return on_drift(c, v, p, total / expected, 1);
+      if (fast) return on_drift(c, v, p, total / expected, 1, expected);
     }
     push_ratio(v, total / expected);
     double f = drift_factor(c, v);
-    if (f > 0) return on_drift(c, v, p, f, DRIFT_OUTSIDE);
+    if (f > 0) return on_drift(c, v, p, f, DRIFT_OUTSIDE, expected);
     if (!was_measured && v->n_ratio >= 3) { /* bias of what was predicted, not measured */
       double tmp[DRIFT_CALLS];
       memcpy(tmp, v->ratio, sizeof tmp[0] * (size_t)v->n_ratio);
