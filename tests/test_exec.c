@@ -176,6 +176,35 @@ static void test_two_halves_on_two_devices(void **state) {
   ht_spec_destroy(so);
 }
 
+/* A call at the sizes of the one before reuses its geometry and buffer lengths, but never those of
+ * a call with run options (a part of the range) or at other sizes: each call below must write
+ * every element it covers. */
+static void test_frame_follows_sizes_and_options(void **state) {
+  (void)state;
+  if (!have("opencl")) skip();
+  ht_spec *s = load(DATA "vadd_gid_opencl.json");
+  ht_exec *ex;
+  ht_variant *v;
+  assert_int_equal(ht_exec_open("opencl", &ex), HT_OK);
+  assert_int_equal(ht_variant_create(ex, s, "WG=8", &v), HT_OK);
+  static const size_t sizes[] = {1000, 1000, 1000, 2000, 1000, 1000};
+  for (int k = 0; k < 6; k++) {
+    arrays x = make(sizes[k], 31 + (uint64_t)k);
+    ht_host_arg args[4];
+    args_of(&x, 0, x.n, args);
+    int64_t n = (int64_t)x.n;
+    size_t half = k == 1 || k == 4 ? x.n / 2 : 0; /* these two run the second half only */
+    ht_run_opts part = {.offset = {half, 0, 0}, .count = {x.n - half, 0, 0}};
+    for (int i = 0; half && i < 3; i++) args[i].lo = half, args[i].hi = x.n;
+    if (ht_variant_run(v, &n, args, half ? &part : NULL, NULL)) fail_msg("call %d: %s", k, ht_last_error());
+    check_sum(&x, half, x.n, "call at the sizes of the one before");
+    drop(&x);
+  }
+  ht_variant_destroy(v);
+  ht_exec_close(ex);
+  ht_spec_destroy(s);
+}
+
 /* A kernel spinning on its stop flag is stopped by ht_run_cancel: wait returns long before the
  * kernel's own safety bound, and nothing is copied out of a cancelled run. */
 static void cancel_spin(const char *device, const char *spec_path) {
@@ -247,6 +276,7 @@ int main(void) {
     cmocka_unit_test(test_vadd_on_each_device),
     cmocka_unit_test(test_vadd_on_sim),
     cmocka_unit_test(test_two_halves_on_two_devices),
+      cmocka_unit_test(test_frame_follows_sizes_and_options),
     cmocka_unit_test(test_cancel),
     cmocka_unit_test(test_errors),
   };
