@@ -249,9 +249,11 @@ static ht_status run_one(ht_computation *c, int vi, const char *config, const in
 /* A call at the sizes of the previous one, whose cached decision stood and was not fed back, is
  * run again without deciding (bucket, cache probe, config lookup, log search: a few hundred
  * instructions of a small call's few thousand) while the cache and the open log entries are
- * unchanged, the decision may not be explored, no re-probe is due, and the call due to be fed back
- * is still ahead: that one takes the full path, which arms the repeat again. */
-static void arm_repeat(ht_computation *c, htd_slot *slot, const int64_t *sizes, ht_variant *run, int entry) {
+ * unchanged, the decision may not be explored and no re-probe is due. The call due to be fed back
+ * (one in the slot's sample_every) is fed back from here, and the repeat goes on while the decision
+ * still stands. */
+static void arm_repeat(ht_computation *c, htd_slot *slot, const int64_t *sizes, uint64_t key, const int64_t *rep,
+                       ht_variant *run, int entry) {
   htd_repeat *r = &c->repeat;
   r->armed = slot && !(slot->d.close && c->explore > 0);
   if (!r->armed) return;
@@ -260,6 +262,8 @@ static void arm_repeat(ht_computation *c, htd_slot *slot, const int64_t *sizes, 
     if (i != slot->d.variant && c->v[i].drift_f > c->drift && c->v[i].probed_at + c->v[i].reprobe_every < r->reprobe_at)
       r->reprobe_at = c->v[i].probed_at + c->v[i].reprobe_every;
   memcpy(r->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
+  memcpy(r->rep, rep, sizeof *rep * (size_t)c->spec0->n_sizes);
+  r->key = key;
   r->slot = slot;
   r->run = run;
   r->entry = entry;
@@ -270,7 +274,7 @@ static void arm_repeat(ht_computation *c, htd_slot *slot, const int64_t *sizes, 
 static int can_repeat(const ht_computation *c, const int64_t *sizes, const ht_host_arg *args) {
   const htd_repeat *r = &c->repeat;
   if (!r->armed || !args || !sizes || r->cache_changes != c->cache.changes || r->log_changes != c->log_changes ||
-      r->slot->sample_left <= 1 || c->calls >= r->reprobe_at)
+      c->calls >= r->reprobe_at)
     return 0;
   for (int i = 0; i < c->spec0->n_sizes; i++) /* a loop: memcmp's call costs more than one or two sizes */
     if (sizes[i] != r->sizes[i]) return 0;
@@ -289,14 +293,17 @@ static ht_status run_repeat(ht_computation *c, const int64_t *sizes, const ht_ho
   }
   c->calls++;
   c->v[d->variant].probed_at = c->calls;
-  r->slot->sample_left--;
-  if (r->entry >= 0) c->log[r->entry].skipped++;
-  if (out) {
-    *out = *d;
-    out->source = HT_SRC_CACHED;
-    out->decide_ns = 0;
-  }
+  ht_decision cached = *d;
+  cached.source = HT_SRC_CACHED;
+  cached.decide_ns = 0;
+  if (out) *out = cached;
   if (times) *times = t;
+  if (--r->slot->sample_left > 0) {
+    if (r->entry >= 0) c->log[r->entry].skipped++;
+    return HT_OK;
+  }
+  htd_feedback_at(c, cached.variant, sizes, r->key, r->rep, &cached, &t); /* the one call in sample_every */
+  r->armed = r->cache_changes == c->cache.changes && r->log_changes == c->log_changes && r->slot->sample_every > 1;
   return HT_OK;
 }
 
@@ -320,13 +327,13 @@ static __attribute__((noinline)) ht_status run_decided(ht_computation *c, const 
   int entry;
   uint32_t changes = c->cache.changes;
   if (htd_feedback_skip(c, slot, sizes, &d, &entry)) {
-    arm_repeat(c, slot, sizes, ran, entry);
+    arm_repeat(c, slot, sizes, key, rep, ran, entry);
   } else {
     htd_feedback_at(c, d.variant, sizes, key, rep, &d, &t);
     /* the decision stood and its calls are now sampled: the next ones may repeat it */
     if (slot && c->cache.changes == changes && d.source == HT_SRC_CACHED && slot->d.variant == d.variant &&
         slot->sample_every > 1 && htd_log_entry_of(c, sizes, &d, &entry))
-      arm_repeat(c, slot, sizes, ran, entry);
+      arm_repeat(c, slot, sizes, key, rep, ran, entry);
   }
   if (out) *out = d;
   if (times) *times = t;

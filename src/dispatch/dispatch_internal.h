@@ -101,6 +101,8 @@ typedef struct htd_cache {
 typedef struct htd_repeat {
   int armed;
   int64_t sizes[HTD_MAX_SIZES];
+  int64_t rep[HTD_MAX_SIZES]; /* their bucket's representative sizes, and its key */
+  uint64_t key;
   htd_slot *slot;     /* the cached decision it follows */
   ht_variant *run;    /* the execution layer's object that runs it */
   int entry;          /* the open log entry its skipped calls count in; -1: no store */
