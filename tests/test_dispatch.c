@@ -351,6 +351,14 @@ static int add_calls(const ht_dispatch_record *r, void *ctx) {
   return 0;
 }
 
+/* The calls the store's log of "offload" counts; *rows: in how many rows. */
+static int64_t logged_calls(ht_store *st, int *rows) {
+  sum_calls = 0;
+  *rows = 0;
+  assert_int_equal(ht_store_each_dispatch_log(st, "offload", 0, add_calls, rows), HT_OK);
+  return sum_calls;
+}
+
 /* Calls of a settled decision shorter than sample_below_us are fed back in samples, at each size
  * on its own (calls here alternate between two sizes); every call is still counted in the log, and
  * a device that slows down still loses its calls. With sample_below_us=0 every call is fed back. */
@@ -395,10 +403,8 @@ static void test_sampled_feedback(void **state) {
     calls += moved;
     ht_computation_free_args(c, args);
     ht_computation_destroy(c); /* writes the log */
-    sum_calls = 0;
-    int rows = 0;
-    assert_int_equal(ht_store_each_dispatch_log(st, "offload", 0, add_calls, &rows), HT_OK);
-    assert_int_equal(sum_calls, calls);
+    int rows;
+    assert_int_equal(logged_calls(st, &rows), calls);
     /* the two sizes' calls group in rows of their own, not a row per call */
     if (rows > calls / 16) fail_msg("%s: %lld calls logged in %d rows", options[o], (long long)calls, rows);
     ht_store_close(st);
@@ -492,10 +498,8 @@ static void test_repeated_calls(void **state) {
   assert_int_equal(d.variant, e.variant);
   ht_computation_free_args(c, args);
   ht_computation_destroy(c); /* writes the log */
-  sum_calls = 0;
-  int rows = 0;
-  assert_int_equal(ht_store_each_dispatch_log(st, "offload", 0, add_calls, &rows), HT_OK);
-  assert_int_equal(sum_calls, calls);
+  int rows;
+  assert_int_equal(logged_calls(st, &rows), calls);
   ht_store_close(st);
   free(db);
   ht_spec_destroy(s);
