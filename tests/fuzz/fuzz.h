@@ -25,20 +25,39 @@ static inline char *fuzz_text(const uint8_t *data, size_t size) {
   return t;
 }
 
-/* A folder of this process's own under /tmp, created once. */
-static inline const char *fuzz_dir(void) {
-  static char dir[64];
-  if (!dir[0]) {
-    snprintf(dir, sizeof dir, "/tmp/hetune-fuzz-%d", (int)getpid());
-    if (ht_mkdir_p(dir)) abort();
+/* The folder of this process's own and the files written in it, removed at exit. */
+static char fuzz_dir_path[64];
+static char fuzz_names[8][32];
+static int fuzz_n_names;
+
+static inline void fuzz_cleanup(void) {
+  char path[512];
+  for (int i = 0; i < fuzz_n_names; i++) {
+    snprintf(path, sizeof path, "%s/%s", fuzz_dir_path, fuzz_names[i]);
+    unlink(path);
   }
-  return dir;
+  rmdir(fuzz_dir_path);
+}
+
+/* A folder of this process's own, created once: in /dev/shm where there is one (a file written per
+ * input on a disk left the harnesses waiting on it most of the time), else in /tmp. */
+static inline const char *fuzz_dir(void) {
+  if (!fuzz_dir_path[0]) {
+    const char *base = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(fuzz_dir_path, sizeof fuzz_dir_path, "%s/hetune-fuzz-%d", base, (int)getpid());
+    if (ht_mkdir_p(fuzz_dir_path)) abort();
+    atexit(fuzz_cleanup);
+  }
+  return fuzz_dir_path;
 }
 
 /* Writes data to NAME in fuzz_dir() and returns its path (static storage). */
 static inline const char *fuzz_file(const char *name, const uint8_t *data, size_t size) {
   static char path[128];
   snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
+  int known = 0;
+  for (int i = 0; i < fuzz_n_names; i++) known |= !strcmp(fuzz_names[i], name);
+  if (!known && fuzz_n_names < 8) snprintf(fuzz_names[fuzz_n_names++], sizeof fuzz_names[0], "%s", name);
   FILE *f = fopen(path, "wb");
   if (!f || fwrite(data, 1, size, f) != size || fclose(f)) abort();
   return path;
