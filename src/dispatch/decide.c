@@ -246,7 +246,7 @@ static ht_status run_one(ht_computation *c, int vi, const char *config, const in
 
 /* ---- the same call again ---- */
 
-/* A call at the sizes of the previous one, whose cached decision stood and was not fed back, is
+/* A call at the sizes of the previous one, whose cached decision stands with its calls sampled, is
  * run again without deciding (bucket, cache probe, config lookup, log search: a few hundred
  * instructions of a small call's few thousand) while the cache and the open log entries are
  * unchanged, the decision may not be explored and no re-probe is due. The call due to be fed back
