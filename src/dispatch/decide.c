@@ -258,9 +258,10 @@ static void arm_repeat(ht_computation *c, htd_slot *slot, const int64_t *sizes, 
   r->armed = slot && !(slot->d.close && c->explore > 0);
   if (!r->armed) return;
   r->reprobe_at = INT64_MAX; /* the first call at which maybe_reprobe may pick a variant drift slowed */
-  for (int i = 0; c->n_drifted && i < c->n_variants; i++)
-    if (i != slot->d.variant && c->v[i].drift_f > c->drift && c->v[i].probed_at + c->v[i].reprobe_every < r->reprobe_at)
-      r->reprobe_at = c->v[i].probed_at + c->v[i].reprobe_every;
+  for (int i = 0; c->n_drifted && i < c->n_variants; i++) {
+    int64_t due = c->v[i].probed_at + c->v[i].reprobe_every;
+    if (i != slot->d.variant && c->v[i].drift_f > c->drift && due < r->reprobe_at) r->reprobe_at = due;
+  }
   memcpy(r->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
   memcpy(r->rep, rep, sizeof *rep * (size_t)c->spec0->n_sizes);
   r->key = key;

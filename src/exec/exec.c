@@ -138,8 +138,8 @@ ht_status ht_variant_create(ht_exec *ex, const ht_spec *spec, const char *config
   v->caps = calloc((size_t)spec->n_args + 1, sizeof *v->caps);
   v->last_sizes = calloc((size_t)spec->n_sizes + 1, sizeof *v->last_sizes);
   v->last_len = calloc((size_t)spec->n_args + 1, sizeof *v->last_len);
-  st = v->vars && v->bufs && v->caps && v->last_sizes && v->last_len ? bind_config(spec, &ex->dev->info, config, v->vars)
-                                     : ht_error(HT_ERR_NOMEM, "out of memory");
+  int allocated = v->vars && v->bufs && v->caps && v->last_sizes && v->last_len;
+  st = allocated ? bind_config(spec, &ex->dev->info, config, v->vars) : ht_error(HT_ERR_NOMEM, "out of memory");
   if (st) {
     ht_variant_destroy(v);
     return st;
@@ -324,7 +324,8 @@ static ht_status frame(ht_variant *v, const ht_run_opts *opts, ht_run *r) {
   char msg[512];
   if (ht_exec_geometry(v->k, v->vars, opts, &r->launch, msg, sizeof msg))
     return ht_error(HT_ERR_INVALID, "%s: %s", s->name, msg);
-  if ((r->launch.offset[0] || r->launch.offset[1] || r->launch.offset[2]) && !(ht_device_caps(v->ex->dev) & HT_CAP_OFFSET))
+  int offset = r->launch.offset[0] || r->launch.offset[1] || r->launch.offset[2];
+  if (offset && !(ht_device_caps(v->ex->dev) & HT_CAP_OFFSET))
     return ht_error(HT_ERR_UNSUPPORTED, "%s: device %s cannot launch at a work offset", s->name, v->ex->dev->info.id);
   ht_status st = ht_exec_lengths(s, v->vars, r->len);
   if (st) return st;
