@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,53 @@ static void test_unchanged_output_fails(void **state) {
   assert_int_equal(ht_verify_buffer("c", HT_DTYPE_F32, got, tiny, zero, N, -1, -1, msg, sizeof msg), 0);
 }
 
+/* Every element type, sizes around the checker's blocks of 256: one element wrong (the last, or
+ * the first past a block) is found, named and counted; so is one left as it was; 64-bit integers
+ * beyond 2^53 are compared exactly; a NaN output and a finite one where the reference has Inf fail. */
+static void test_verify_types_and_sizes(void **state) {
+  (void)state;
+  static const ht_dtype types[] = {HT_DTYPE_F32, HT_DTYPE_F64, HT_DTYPE_I32, HT_DTYPE_U32,
+                                   HT_DTYPE_I64, HT_DTYPE_U64, HT_DTYPE_I8,  HT_DTYPE_U8};
+  static const size_t sizes[] = {1, 255, 256, 257, 513, 1000};
+  unsigned char init[8000], ref[8000], out[8000];
+  char msg[512], want[64];
+  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      ht_dtype t = types[ti];
+      size_t n = sizes[si], es = ht_dtype_size(t), bad[2] = {n - 1, n > 256 ? 256 : 0};
+      for (size_t i = 0; i < n * es; i++) init[i] = (unsigned char)(i % 5), ref[i] = out[i] = (unsigned char)(i % 5 + 40);
+      if (ht_dtype_is_float(t)) /* bytes of small valid numbers: 1.5 and 2.5 times powers of two */
+        for (size_t i = 0; i < n; i++) {
+          double a = 1.5 + (double)(i % 9), b = a + 1;
+          if (t == HT_DTYPE_F32) ((float *)init)[i] = (float)a, ((float *)ref)[i] = ((float *)out)[i] = (float)b;
+          else ((double *)init)[i] = a, ((double *)ref)[i] = ((double *)out)[i] = b;
+        }
+      assert_int_equal(ht_verify_buffer("v", t, out, ref, init, n, -1, -1, msg, sizeof msg), 0);
+      for (int k = 0; k < 2; k++) {
+        size_t i = bad[k];
+        unsigned char keep[8];
+        memcpy(keep, out + i * es, es);
+        out[i * es] ^= 0x3; /* the lowest byte: a different value in every type */
+        if (ht_verify_buffer("v", t, out, ref, init, n, 0, 0, msg, sizeof msg) != 1) fail_msg("%s n=%zu i=%zu: not found", ht_dtype_name(t), n, i);
+        snprintf(want, sizeof want, "v[%zu]", i);
+        if (!strstr(msg, want) || !strstr(msg, " 1 of ")) fail_msg("%s n=%zu: %s", ht_dtype_name(t), n, msg);
+        memcpy(out + i * es, init + i * es, es); /* left as it was */
+        int r = ht_verify_buffer("v", t, out, ref, init, n, 1e9, 1e9, msg, sizeof msg);
+        if (r != 1 || !strstr(msg, want) || !strstr(msg, "not written"))
+          fail_msg("%s n=%zu unchanged: %s", ht_dtype_name(t), n, msg);
+        memcpy(out + i * es, keep, es);
+      }
+    }
+  double r[3] = {1, 2, 2}, o[3] = {1, 2, 2};
+  assert_int_equal(ht_verify_buffer("d", HT_DTYPE_F64, o, r, NULL, 3, -1, -1, msg, sizeof msg), 0);
+  o[2] = NAN;
+  assert_int_equal(ht_verify_buffer("d", HT_DTYPE_F64, o, r, NULL, 3, -1, -1, msg, sizeof msg), 1);
+  if (!strstr(msg, "d[2]")) fail_msg("message: %s", msg);
+  o[2] = 2, r[1] = INFINITY;
+  assert_int_equal(ht_verify_buffer("d", HT_DTYPE_F64, o, r, NULL, 3, -1, -1, msg, sizeof msg), 1);
+  if (!strstr(msg, "d[1]")) fail_msg("message: %s", msg);
+}
+
 static ht_config mode(int m) {
   ht_config c;
   memset(&c, 0, sizeof c);
@@ -392,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_shipped_specs_load),
       cmocka_unit_test(test_signature_check_cache),
       cmocka_unit_test(test_unchanged_output_fails),
+      cmocka_unit_test(test_verify_types_and_sizes),
       cmocka_unit_test(test_off_by_one_kernel),
       cmocka_unit_test(test_off_by_one_is_not_stored_as_verified),
       cmocka_unit_test(test_generated_specs_load),

@@ -42,6 +42,96 @@ static void default_tolerance(ht_dtype t, double max_ref, double *rtol, double *
   if (*atol < 0) *atol = base * max_ref;
 }
 
+/* Elements i0 .. i0+k-1 of p as doubles, the type's switch outside the loop: verifying is a few
+ * passes over every output element of every config. */
+enum { BLOCK = 256 };
+static void load_block(ht_dtype t, const void *p, size_t i0, size_t k, double *dst) {
+#define LOAD_AS(T) \
+  for (size_t j = 0; j < k; j++) dst[j] = (double)((const T *)p)[i0 + j]; \
+  return
+  switch (t) {
+  case HT_DTYPE_F32: LOAD_AS(float);
+  case HT_DTYPE_F64: LOAD_AS(double);
+  case HT_DTYPE_I32: LOAD_AS(int32_t);
+  case HT_DTYPE_U32: LOAD_AS(uint32_t);
+  case HT_DTYPE_I64: LOAD_AS(int64_t);
+  case HT_DTYPE_U64: LOAD_AS(uint64_t);
+  case HT_DTYPE_I8: LOAD_AS(int8_t);
+  case HT_DTYPE_U8: LOAD_AS(uint8_t);
+  default:
+    for (size_t j = 0; j < k; j++) dst[j] = NAN;
+  }
+#undef LOAD_AS
+}
+
+/* eq[j] = 1 where elements i0+j of a and b have the same bits. */
+static void same_bits_block(size_t es, const void *a, const void *b, size_t i0, size_t k, unsigned char *eq) {
+  switch (es) {
+  case 4:
+    for (size_t j = 0; j < k; j++) eq[j] = ((const uint32_t *)a)[i0 + j] == ((const uint32_t *)b)[i0 + j];
+    return;
+  case 8:
+    for (size_t j = 0; j < k; j++) eq[j] = ((const uint64_t *)a)[i0 + j] == ((const uint64_t *)b)[i0 + j];
+    return;
+  default:
+    for (size_t j = 0; j < k; j++) eq[j] = memcmp((const char *)a + (i0 + j) * es, (const char *)b + (i0 + j) * es, es) == 0;
+  }
+}
+
+static double largest_finite(ht_dtype type, const void *p, size_t n) {
+  double v[BLOCK], max = 0;
+  for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
+    size_t k = n - i0 < BLOCK ? n - i0 : BLOCK;
+    load_block(type, p, i0, k, v);
+    for (size_t j = 0; j < k; j++) {
+      double r = fabs(v[j]);
+      if (isfinite(r) && r > max) max = r;
+    }
+  }
+  return max;
+}
+
+static int differs(double o, double r, double rtol, double atol) {
+  return (isfinite(o) == 0) | ((isfinite(r) != 0) & (fabs(o - r) > atol + rtol * fabs(r))) | ((isinf(r) != 0) & (o != r));
+}
+
+/* 64-bit integers compared exactly when no tolerance is asked: as doubles, two values beyond 2^53
+ * that differ in their lowest bits would compare equal. */
+static int exact_ints(ht_dtype type, double rtol, double atol) {
+  return (type == HT_DTYPE_I64 || type == HT_DTYPE_U64) && rtol == 0 && atol == 0;
+}
+
+/* Counts, without branching on the data, the elements not within tolerance of ref and those the
+ * kernel left as they were (see unchanged_noise): a correct output, the usual case, costs a pass. */
+typedef struct tally {
+  size_t bad, unchanged;
+} tally;
+
+static tally count_block(ht_dtype type, const void *out, const void *ref, const void *init, size_t n, double rtol,
+                         double atol, double noise) {
+  double o[BLOCK], r[BLOCK], in[BLOCK];
+  unsigned char eq[BLOCK];
+  size_t es = ht_dtype_size(type);
+  int exact = exact_ints(type, rtol, atol);
+  tally t = {0, 0};
+  for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
+    size_t k = n - i0 < BLOCK ? n - i0 : BLOCK;
+    load_block(type, out, i0, k, o);
+    load_block(type, ref, i0, k, r);
+    if (exact) {
+      same_bits_block(es, out, ref, i0, k, eq);
+      for (size_t j = 0; j < k; j++) t.bad += (size_t)!eq[j];
+    } else {
+      for (size_t j = 0; j < k; j++) t.bad += (size_t)differs(o[j], r[j], rtol, atol);
+    }
+    if (!init) continue;
+    load_block(type, init, i0, k, in);
+    same_bits_block(es, out, init, i0, k, eq);
+    for (size_t j = 0; j < k; j++) t.unchanged += (size_t)(eq[j] & (fabs(r[j] - in[j]) > noise));
+  }
+  return t;
+}
+
 /* Elements the kernel left as they were where the reference changed them. Such an element can
  * still be within tolerance of the reference (a small update, a value near zero), so a kernel
  * that skips it, an off-by-one for instance, would pass the comparison alone. Comparing with the
@@ -52,45 +142,53 @@ static void default_tolerance(ht_dtype t, double max_ref, double *rtol, double *
  * units in the last place of the output's largest value): a correct kernel may well round a
  * true value near zero to exactly 0 where the reference got 1e-13 (Black-Scholes far out of
  * the money), but it does not keep the old value where the reference moved it visibly. */
-static size_t count_unchanged(ht_dtype type, const void *out, const void *ref, const void *init, size_t n,
-                              double max_ref, size_t *first) {
-  size_t es = ht_dtype_size(type), count = 0;
-  double eps = type == HT_DTYPE_F32 ? 0x1p-23 : type == HT_DTYPE_F64 ? 0x1p-52 : 0, noise = 64 * eps * max_ref;
-  const char *o = out, *in = init;
+static double unchanged_noise(ht_dtype type, double max_ref) {
+  double eps = type == HT_DTYPE_F32 ? 0x1p-23 : type == HT_DTYPE_F64 ? 0x1p-52 : 0;
+  return 64 * eps * max_ref;
+}
+
+/* The first element that differs and the largest difference: for the message of a failed check. */
+static size_t first_differing(ht_dtype type, const void *out, const void *ref, size_t n, double rtol, double atol,
+                              double *worst) {
+  size_t first = n, es = ht_dtype_size(type);
+  int exact = exact_ints(type, rtol, atol);
+  *worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double o = load(type, out, i), r = load(type, ref, i), d = fabs(o - r);
+    if (exact ? memcmp((const char *)out + i * es, (const char *)ref + i * es, es) == 0 : !differs(o, r, rtol, atol))
+      continue;
+    if (first == n) first = i;
+    if (!(d <= *worst)) *worst = d;
+  }
+  return first;
+}
+
+static size_t first_unchanged(ht_dtype type, const void *out, const void *ref, const void *init, size_t n,
+                              double noise) {
+  size_t es = ht_dtype_size(type);
   for (size_t i = 0; i < n; i++)
-    if (memcmp(o + i * es, in + i * es, es) == 0 && fabs(load(type, ref, i) - load(type, init, i)) > noise)
-      if (!count++) *first = i;
-  return count;
+    if (memcmp((const char *)out + i * es, (const char *)init + i * es, es) == 0 &&
+        fabs(load(type, ref, i) - load(type, init, i)) > noise)
+      return i;
+  return n;
 }
 
 int ht_verify_buffer(const char *name, ht_dtype type, const void *out, const void *ref, const void *init, size_t n,
                      double rtol, double atol, char *message, size_t len) {
-  double max_ref = 0;
-  for (size_t i = 0; i < n; i++) {
-    double r = fabs(load(type, ref, i));
-    if (isfinite(r) && r > max_ref) max_ref = r;
-  }
+  double max_ref = largest_finite(type, ref, n), noise = unchanged_noise(type, max_ref), worst;
   default_tolerance(type, max_ref, &rtol, &atol);
-  size_t bad = 0, first = 0;
-  double worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    double o = load(type, out, i), r = load(type, ref, i), d = fabs(o - r);
-    int fail = !isfinite(o) || (isfinite(r) && d > atol + rtol * fabs(r)) || (!isfinite(r) && !isnan(r) && o != r);
-    if (fail) {
-      if (!bad++) first = i;
-      if (!(d <= worst)) worst = d;
-    }
-  }
-  if (bad) {
+  tally t = count_block(type, out, ref, init, n, rtol, atol, noise);
+  if (t.bad) {
+    size_t first = first_differing(type, out, ref, n, rtol, atol, &worst);
     double o = load(type, out, first), r = load(type, ref, first);
     snprintf(message, len, "%s[%zu] = %.9g, expected %.9g; %zu of %zu elements differ (largest |diff| %.3g, "
-             "rtol %.3g, atol %.3g)", name, first, o, r, bad, n, worst, rtol, atol);
+             "rtol %.3g, atol %.3g)", name, first, o, r, t.bad, n, worst, rtol, atol);
     return 1;
   }
-  size_t unchanged = init ? count_unchanged(type, out, ref, init, n, max_ref, &first) : 0;
-  if (!unchanged) return 0;
+  if (!t.unchanged) return 0;
+  size_t first = first_unchanged(type, out, ref, init, n, noise);
   snprintf(message, len, "%s[%zu] = %.9g was not written: the reference changed it to %.9g; %zu of %zu elements "
-           "left as they were", name, first, load(type, out, first), load(type, ref, first), unchanged, n);
+           "left as they were", name, first, load(type, out, first), load(type, ref, first), t.unchanged, n);
   return 1;
 }
 
