@@ -100,10 +100,12 @@ static void release_openmp_pools(void) {
 }
 
 int ht_leftovers_gone(ht_threads *baseline, int children, double settle_s, char *msg, size_t len) {
-  release_openmp_pools();
   ht_threads now = {0};
-  int threads = 0, procs = 0;
-  for (double until = ht_now() + settle_s;; poll(NULL, 0, 2)) {
+  /* Nothing new: no OpenMP pool to release either (most kernels; a pool is released and the
+   * threads counted again only when there are new threads). */
+  int threads = new_threads(baseline, &now), procs = children && live_children();
+  if (threads != 0 || procs) release_openmp_pools();
+  for (double until = ht_now() + settle_s; threads != 0 || procs; poll(NULL, 0, 2)) {
     threads = new_threads(baseline, &now);
     procs = children && live_children();
     if ((threads == 0 && !procs) || ht_now() > until) break;
