@@ -179,6 +179,9 @@ ht_status ht_c_cache_lookup(const char *sofile, const ht_source *src, c_cache_en
 /* dlopen()s sofile only if it is a private file of the user's with the size and hash of e;
  * HT_ERR_NOTFOUND saying why otherwise. */
 ht_status ht_c_cache_dlopen(const char *sofile, const c_cache_entry *e, void **handle);
+/* The content hash of the file at path, remembered while its status (size, times, inode) stays
+ * the same: a stat, not a read, for a file hashed before. */
+ht_status ht_c_file_hash(const char *path, uint64_t *h);
 
 /* The first line of log that mentions "error" (else the first non-empty line), copied into out. */
 void ht_first_error_line(const char *log, char *out, size_t len);

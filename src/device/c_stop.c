@@ -125,16 +125,24 @@ static ht_status write_whole(const char *path, const char *text) {
   return s;
 }
 
+/* stop.h as this hetune wrote it: a stat while the file stays as it was checked or written. */
+static uint64_t stop_h_hash;
+static void hash_stop_h(void) { stop_h_hash = ht_hash64(ht_kernel_stop_h, strlen(ht_kernel_stop_h), 0); }
+
+static ht_status put_stop_h(const char *path) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, hash_stop_h);
+  uint64_t want = stop_h_hash, have = 0;
+  if (ht_c_file_hash(path, &have) == HT_OK && have == want) return HT_OK;
+  ht_error_clear();
+  return write_whole(path, ht_kernel_stop_h);
+}
+
 ht_status ht_c_kernel_include_dir(char **out) {
-  char *dir = NULL, *path = NULL, *old = NULL;
+  char *dir = NULL, *path = NULL;
   ht_status s = ht_cache_subdir("include/hetune", &dir);
   if (!s && !(path = ht_strfmt("%s/stop.h", dir))) s = ht_error(HT_ERR_NOMEM, "out of memory");
-  if (!s) {
-    size_t len = strlen(ht_kernel_stop_h), old_len = 0;
-    int same = ht_read_file(path, &old, &old_len) == HT_OK && old_len == len && memcmp(old, ht_kernel_stop_h, len) == 0;
-    ht_error_clear();
-    if (!same) s = write_whole(path, ht_kernel_stop_h);
-  }
+  if (!s) s = put_stop_h(path);
   if (!s) {
     dir[strlen(dir) - strlen("/hetune")] = '\0';
     *out = dir;
@@ -142,6 +150,5 @@ ht_status ht_c_kernel_include_dir(char **out) {
   }
   free(dir);
   free(path);
-  free(old);
   return s;
 }

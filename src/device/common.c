@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,42 +148,57 @@ char *ht_source_dir(const ht_source *src) {
   return ht_strfmt("%.*s", (int)(slash - src->path), src->path);
 }
 
-/* The folder this thread last created and checked, as it was then: a compile looks its cache
- * folder up for every config, and creating and checking it path component by path component is a
- * dozen system calls. The same folder (device and inode), still ours and private, needs none of
- * them: nobody else could have changed what is inside a private folder whose ancestors passed. */
+/* The folders last created and checked, as they were then: a compile looks up its cache folder
+ * and the kernels' include folder for every config, and creating and checking them path
+ * component by path component is a dozen system calls each. The same folder (device and inode),
+ * still ours and private, needs none of them: nobody else could have changed what is inside a
+ * private folder whose ancestors passed. */
+enum { CHECKED_SLOTS = 4 };
 typedef struct checked_dir {
-  char path[4096];
+  char *path;
   dev_t dev;
   ino_t ino;
 } checked_dir;
+static checked_dir checked[CHECKED_SLOTS];
+static int checked_next;
+static pthread_mutex_t checked_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int still_checked(const checked_dir *c, const char *dir) {
+static int is_checked(const char *dir) {
   struct stat st;
-  return strcmp(c->path, dir) == 0 && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->dev &&
-         st.st_ino == c->ino && st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+    return 0;
+  int hit = 0;
+  pthread_mutex_lock(&checked_lock);
+  for (int i = 0; i < CHECKED_SLOTS && !hit; i++)
+    hit = checked[i].path && strcmp(checked[i].path, dir) == 0 && checked[i].dev == st.st_dev && checked[i].ino == st.st_ino;
+  pthread_mutex_unlock(&checked_lock);
+  return hit;
 }
 
-static void remember_checked(checked_dir *c, const char *dir) {
+static void remember_checked(const char *dir) {
   struct stat st;
-  c->path[0] = '\0';
-  if (strlen(dir) >= sizeof c->path || stat(dir, &st) != 0) return;
-  snprintf(c->path, sizeof c->path, "%s", dir);
-  c->dev = st.st_dev;
-  c->ino = st.st_ino;
+  char *copy = stat(dir, &st) == 0 ? ht_strdup(dir) : NULL;
+  if (!copy) return;
+  pthread_mutex_lock(&checked_lock);
+  checked_dir *c = NULL;
+  for (int i = 0; i < CHECKED_SLOTS && !c; i++)
+    if (checked[i].path && strcmp(checked[i].path, dir) == 0) c = &checked[i];
+  if (!c) c = &checked[checked_next++ % CHECKED_SLOTS];
+  free(c->path);
+  *c = (checked_dir){copy, st.st_dev, st.st_ino};
+  pthread_mutex_unlock(&checked_lock);
 }
 
 ht_status ht_cache_subdir(const char *sub, char **out) {
-  static _Thread_local checked_dir last;
   char *dir = ht_strfmt("%s/%s", ht_cache_dir(), sub);
   if (!dir) return ht_error(HT_ERR_NOMEM, "out of memory");
-  if (!still_checked(&last, dir)) {
+  if (!is_checked(dir)) {
     ht_status s = ht_mkdir_p(dir);
     if (s) {
       free(dir);
       return s;
     }
-    remember_checked(&last, dir);
+    remember_checked(dir);
   }
   *out = dir;
   return HT_OK;
