@@ -1,5 +1,6 @@
 /* The runner and the tuning loop against kernels written to misbehave: every failure is recorded
  * with its T4 status and tuning goes on; interrupted runs resume from the store. */
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -309,6 +310,64 @@ static void test_second_tuning_compiles_nothing(void **state) {
   free(db);
 }
 
+/* Shared objects in <cache>/c. */
+static int cached_objects(const char *cache) {
+  char *dir = ht_strfmt("%s/c", cache);
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    n += len > 3 && strcmp(e->d_name + len - 3, ".so") == 0;
+  }
+  if (d) closedir(d);
+  free(dir);
+  return n;
+}
+
+/* Built ahead, in a worker and in-process: every config's object is in the cache before any is
+ * measured; each evaluation then reports its own build time (not "cached"), one that fails to
+ * build still fails as a compile error with the compiler's message, and a config measured again
+ * is cached. Configs out of range and too many at once are refused. */
+static void test_precompile(void **state) {
+  (void)state;
+  ht_spec *spec = load(DATA "bad_c.json");
+  ht_runner_options o;
+  fast_options(&o);
+  o.compile_jobs = 2;
+  char *old = getenv("HETUNE_CACHE_DIR") ? ht_strdup(getenv("HETUNE_CACHE_DIR")) : NULL;
+  ht_result *res = malloc(sizeof *res);
+  for (int isolate = 0; isolate <= 1; isolate++) {
+    char *cache = ht_strfmt("%s/precompile-%d", tmpdir, isolate);
+    setenv("HETUNE_CACHE_DIR", cache, 1);
+    o.isolate = isolate;
+    ht_runner *r;
+    assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+    int before = cached_objects(cache); /* the reference */
+    ht_config cfgs[4] = {config_of(1, 0), config_of(1, 3), config_of(1, 4), config_of(1, 5)};
+    assert_int_equal(ht_runner_precompile(r, cfgs, 4), HT_OK);
+    assert_int_equal(cached_objects(cache) - before, 3); /* mode 4 does not compile */
+    static const ht_eval_status want[4] = {HT_EVAL_OK, HT_EVAL_CORRECTNESS, HT_EVAL_COMPILE, HT_EVAL_CORRECTNESS};
+    for (int i = 0; i < 4; i++) {
+      assert_int_equal(ht_runner_evaluate(r, &cfgs[i], res), HT_OK);
+      assert_int_equal(res->status, want[i]);
+      if (want[i] == HT_EVAL_COMPILE) assert_non_null(strstr(res->message, "error"));
+      else assert_true(!res->compile_cached && res->compile_s > 0);
+    }
+    assert_int_equal(ht_runner_evaluate(r, &cfgs[0], res), HT_OK);
+    assert_true(res->compile_cached && res->compile_s == 0);
+    ht_config bad[2] = {config_of(1, 0), config_of(1, 99)};
+    assert_int_equal(ht_runner_precompile(r, bad, 2), HT_ERR_INVALID);
+    assert_int_equal(ht_runner_precompile(r, cfgs, HT_MAX_PRECOMPILE + 1), HT_ERR_INVALID);
+    ht_runner_destroy(r);
+    free(cache);
+  }
+  if (old) setenv("HETUNE_CACHE_DIR", old, 1);
+  else unsetenv("HETUNE_CACHE_DIR");
+  free(old);
+  free(res);
+  ht_spec_destroy(spec);
+}
+
 /* kill -9 in the middle of a run loses no finished evaluation, and the rerun resumes. */
 static void die_after_three(const ht_tune_progress *p, void *ctx) {
   (void)ctx;
@@ -477,6 +536,7 @@ int main(void) {
     cmocka_unit_test(test_unknown_device_is_an_error),
     cmocka_unit_test(test_tuning_goes_on_after_failures),
     cmocka_unit_test(test_second_tuning_compiles_nothing),
+    cmocka_unit_test(test_precompile),
     cmocka_unit_test(test_kill_9_loses_nothing),
     cmocka_unit_test(test_unknown_strategy),
     cmocka_unit_test(test_budget_and_random_without_replacement),

@@ -105,6 +105,8 @@ enum {
   HT_CAP_HOST_MEMORY = 1u << 5, /* kernels use host memory itself: nothing to copy (the c backend) */
   HT_CAP_COMPILES_AT_LAUNCH = 1u << 6, /* a program's first launch may compile it for that launch's
                                         * geometry (PoCL): tuning gives it the compile timeout */
+  HT_CAP_PARALLEL_COMPILE = 1u << 7,   /* ht_device_compile may run in several threads at once, each
+                                        * build a compiler process of its own (the c backend) */
 };
 
 typedef struct ht_event ht_event; /* one launch in flight; backend-defined */

@@ -32,6 +32,8 @@ typedef struct ht_runner_options {
                            * phase past its timeout ends the process with exit status 124, since
                            * a kernel running in it cannot be stopped; after a C kernel that left
                            * threads running, the next evaluation is an error) */
+  int compile_jobs;       /* ht_runner_precompile: compilers at once (default 0: one per hardware
+                           * thread of the device's host) */
 } ht_runner_options;
 
 void ht_runner_options_default(ht_runner_options *o);
@@ -55,6 +57,13 @@ const ht_device_info *ht_runner_device(const ht_runner *r);
 /* Measures one config. Kernel failures (compile, runtime, timeout, correctness) are reported in
  * out->status with a message and return HT_OK; only failures of hetune itself return an error. */
 ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out);
+/* Compiles the kernels of configs about to be evaluated, up to opt->compile_jobs compilers at once,
+ * into the device's compile cache: the evaluations that follow load them, measuring one after
+ * another as always, and each reports the time its own build took. Only where the device compiles
+ * in parallel (HT_CAP_PARALLEL_COMPILE: c); elsewhere, and for a config that fails to build (its
+ * evaluation builds it again and reports why), nothing changes. */
+#define HT_MAX_PRECOMPILE 4096
+ht_status ht_runner_precompile(ht_runner *r, const ht_config *cfgs, int n);
 
 /* Ends the worker process (if any) so that the next evaluation runs in a new one: a measurement
  * repeated in another process samples another of the device's process-level states (thread

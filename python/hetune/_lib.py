@@ -109,7 +109,8 @@ class DeviceInfo(Structure):
 class RunnerOptions(Structure):
     _fields_ = [("warmup", c_int), ("warmup_s", c_double), ("min_runs", c_int), ("max_runs", c_int),
                 ("rsd_target", c_double), ("max_time_s", c_double), ("timeout_s", c_double),
-                ("compile_timeout_s", c_double), ("setup_timeout_s", c_double), ("isolate", c_int)]
+                ("compile_timeout_s", c_double), ("setup_timeout_s", c_double), ("isolate", c_int),
+                ("compile_jobs", c_int)]
 
 
 class TuneProgress(Structure):

@@ -22,7 +22,9 @@ static const char *help =
   "  --time S          stop after S seconds\n"
   "  --seed N          strategy seed (default 1)\n"
   "  --batch N         ask the strategy for N configs at a time (default 1); they are measured one\n"
-  "                    after another, and a batch under way finishes past --time\n"
+  "                    after another, and a batch under way finishes past --time. On c, a batch's\n"
+  "                    kernels are first compiled in parallel (--compile-jobs at once)\n"
+  "  --compile-jobs N  compilers at once for a batch (default: one per hardware thread)\n"
   "  --size K=V        override a problem size (repeatable)\n"
   "  --db FILE         database (default hetune.db or $HETUNE_DB)\n"
   "  --timeout S       a kernel run longer than S seconds is a hang (default 10)\n"
@@ -140,6 +142,8 @@ static int parse_runner_options(const cli_args *a, ht_runner_options *ro) {
     rc = cli_usage_error("tune", "--warmup %s: expected seconds, 0 or more", v);
   if (!rc && (v = cli_opt(a, "min-runs")) && !(rc = cli_integer_in("tune", "--min-runs", v, 1, HT_MAX_SAMPLES, &n))) ro->min_runs = (int)n;
   if (!rc && (v = cli_opt(a, "max-runs")) && !(rc = cli_integer_in("tune", "--max-runs", v, 1, HT_MAX_SAMPLES, &n))) ro->max_runs = (int)n;
+  if (!rc && (v = cli_opt(a, "compile-jobs")) && !(rc = cli_integer_in("tune", "--compile-jobs", v, 1, 256, &n)))
+    ro->compile_jobs = (int)n;
   ro->isolate = !cli_has(a, "in-process");
   return rc;
 }
@@ -235,7 +239,8 @@ int cmd_tune(int argc, char **argv) {
   static const char *const known[] = {"device",  "strategy", "options", "budget",   "time",         "seed",
                                       "size",    "db",       "timeout", "warmup",   "min-runs",     "max-runs",
                                       "rsd",     "confirm",  "no-reuse", "quiet",   "confirm-runs", "in-process",
-                                      "verbose", "compile-timeout", "setup-timeout", "allowed-flags", "batch", NULL};
+                                      "verbose", "compile-timeout", "setup-timeout", "allowed-flags", "batch",
+                                      "compile-jobs", NULL};
   if (cli_wants_help(argc, argv)) {
     fputs(help, stdout);
     puts("\nstrategies (options and defaults: docs/strategies.md):");

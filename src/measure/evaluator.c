@@ -1,5 +1,6 @@
 /* In-process evaluation of configs: data, reference, compile, verify, time. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,12 @@
  * end (which on a host buffer would otherwise corrupt the heap unseen). */
 #define GUARD_BYTES 64
 static unsigned char guard_byte(size_t i) { return (unsigned char)(0xA5 ^ (i * 37)); }
+
+/* A config whose kernel was built ahead (ht_evaluator_precompile) and the time the build took. */
+typedef struct prebuilt {
+  ht_config cfg;
+  double seconds;
+} prebuilt;
 
 typedef struct arg_data {
   size_t n, bytes;
@@ -36,6 +43,8 @@ struct ht_evaluator {
   const ht_spec_kernel *run; /* the kernel the device runs: the spec's, or its C reference (sim) */
   int watch;           /* what a kernel may leave running: 0 nothing (OpenCL, CUDA), 1 threads, 2 also processes */
   ht_threads baseline; /* the threads that ran before the config */
+  prebuilt *pre;       /* configs ht_evaluator_precompile built, with their build times */
+  int n_pre;
 };
 
 const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->dev->info; }
@@ -278,6 +287,7 @@ void ht_evaluator_destroy(ht_evaluator *ev) {
   }
   free(ev->args);
   free(ev->vars);
+  free(ev->pre);
   ht_threads_free(&ev->baseline);
   ht_device_close(ev->dev);
   free(ev);
@@ -324,6 +334,7 @@ static int verify_outputs(ht_evaluator *ev, ht_result *r) {
 
 typedef struct run_state {
   ht_evaluator *ev;
+  const ht_config *cfg;
   ht_program *prog;
   ht_launch launch;
   ht_progress_fn progress;
@@ -391,6 +402,17 @@ static void compute_metrics(ht_evaluator *ev, ht_result *r) {
   }
 }
 
+/* A config built ahead for this evaluation: its build time is this evaluation's compile time. */
+static void take_prebuilt(ht_evaluator *ev, const ht_config *cfg, ht_result *r) {
+  for (int i = 0; i < ev->n_pre; i++)
+    if (ht_config_equal(&ev->pre[i].cfg, cfg)) {
+      r->compile_s = ev->pre[i].seconds;
+      r->compile_cached = 0;
+      ev->pre[i] = ev->pre[--ev->n_pre];
+      return;
+    }
+}
+
 static void run_config(run_state *rs, ht_result *r) {
   ht_evaluator *ev = rs->ev;
   const ht_spec *s = ev->spec;
@@ -406,6 +428,7 @@ static void run_config(run_state *rs, ht_result *r) {
   ht_run_capture_limit(0, NULL);
   r->compile_s = info.cached ? 0 : ht_now() - t0;
   r->compile_cached = info.cached;
+  if (info.cached) take_prebuilt(ev, rs->cfg, r);
   free(info.log);
   beat(rs, 'C');
   if (st) return fail(r, HT_EVAL_COMPILE, "%s", ht_last_error());
@@ -436,7 +459,7 @@ int ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_
   ht_result_init(out);
   double t0 = ht_now();
   ht_spec_bind(ev->spec, NULL, cfg, &ev->dev->info, ev->vars);
-  run_state rs = {.ev = ev, .progress = progress, .ctx = ctx};
+  run_state rs = {.ev = ev, .cfg = cfg, .progress = progress, .ctx = ctx};
   run_config(&rs, out);
   char left[160];
   int clean = !ev->watch || ht_leftovers_gone(&ev->baseline, ev->watch == 2, LEFTOVER_SETTLE_S, left, sizeof left);
@@ -446,4 +469,76 @@ int ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_
   out->framework_s = out->wall_s - out->compile_s - rs.launch_wall;
   out->timestamp = ht_wall_time();
   return clean;
+}
+
+/* ---- building a batch ahead ---- */
+
+typedef struct precompile_job {
+  ht_evaluator *ev;
+  const ht_config *cfgs;
+  int n, next; /* next: the first config no thread has taken */
+  pthread_mutex_t mu;
+  prebuilt *built; /* n; seconds < 0: not built here (cached already, or failed) */
+} precompile_job;
+
+/* Builds cfg's program into the device's cache (and unloads it): what ht_evaluator_run loads. */
+static double build_one(ht_evaluator *ev, const ht_config *cfg, ht_value *vars) {
+  const ht_spec *s = ev->spec;
+  ht_spec_bind(s, NULL, cfg, &ev->dev->info, vars);
+  ht_spec_defines defs;
+  ht_spec_defines_fill(s, ev->run, vars, ev->run == &s->kernel, &defs);
+  ht_defines d = {defs.n, defs.names, defs.values};
+  ht_source src = source_of(ev->run);
+  ht_compile_info info = {0};
+  ht_program *prog = NULL;
+  double t0 = ht_now();
+  ht_status st = ev->dev->ops->compile(ev->dev, &src, &d, &prog, &info);
+  double seconds = ht_now() - t0;
+  free(info.log);
+  if (!st) ev->dev->ops->program_free(ev->dev, prog);
+  ht_error_clear(); /* a failure shows when the config is evaluated: it builds again there */
+  return st || info.cached ? -1 : seconds;
+}
+
+static void *precompile_thread(void *arg) {
+  precompile_job *j = arg;
+  ht_value *vars = calloc((size_t)j->ev->spec->n_names, sizeof *vars);
+  ht_run_capture_limit(j->ev->opt.compile_timeout_s, "compile timeout");
+  while (vars) {
+    pthread_mutex_lock(&j->mu);
+    int i = j->next++;
+    pthread_mutex_unlock(&j->mu);
+    if (i >= j->n) break;
+    j->built[i] = (prebuilt){j->cfgs[i], build_one(j->ev, &j->cfgs[i], vars)};
+  }
+  ht_run_capture_limit(0, NULL);
+  free(vars);
+  return NULL;
+}
+
+/* Keeps the configs built here (replacing an earlier batch's that were never evaluated). */
+static void keep_prebuilt(ht_evaluator *ev, const prebuilt *built, int n) {
+  free(ev->pre);
+  ev->pre = malloc(sizeof *ev->pre * (size_t)(n > 0 ? n : 1));
+  ev->n_pre = 0;
+  for (int i = 0; ev->pre && i < n; i++)
+    if (built[i].seconds >= 0) ev->pre[ev->n_pre++] = built[i];
+}
+
+void ht_evaluator_precompile(ht_evaluator *ev, const ht_config *cfgs, int n, int jobs) {
+  if (n < 2 || !(ht_device_caps(ev->dev) & HT_CAP_PARALLEL_COMPILE)) return;
+  if (jobs <= 0) jobs = ev->dev->info.max_threads > 0 ? ev->dev->info.max_threads : 1;
+  if (jobs > n) jobs = n;
+  enum { MAX_JOBS = 256 };
+  pthread_t th[MAX_JOBS];
+  precompile_job j = {ev, cfgs, n, 0, PTHREAD_MUTEX_INITIALIZER, calloc((size_t)n, sizeof(prebuilt))};
+  for (int i = 0; j.built && i < n; i++) j.built[i].seconds = -1;
+  int started = 0;
+  for (; j.built && started < jobs && started < MAX_JOBS; started++)
+    if (pthread_create(&th[started], NULL, precompile_thread, &j) != 0) break;
+  if (j.built && started == 0) precompile_thread(&j); /* no thread could start: build here */
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  if (j.built) keep_prebuilt(ev, j.built, n);
+  free(j.built);
+  pthread_mutex_destroy(&j.mu);
 }

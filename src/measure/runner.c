@@ -1,6 +1,7 @@
 /* The runner: evaluations in a watched worker process (default) or in this process.
  *
- * Worker protocol over two pipes. Parent -> worker: a ht_config to measure. Worker -> parent:
+ * Worker protocol over two pipes. Parent -> worker: 'M' and a ht_config to measure, or 'P', an int
+ * n and n configs to build ahead (answered with 'P' once built). Worker -> parent:
  * one tag byte then its payload. Setup: 'I' and the device info once the device is open, then 'A',
  * 'F' (steps done, see ht_progress_fn) and 'S' when the data and the reference are ready; 'E' and
  * the error instead, whenever setup fails. The parent reads the device info at once and waits for
@@ -69,6 +70,7 @@ void ht_runner_options_default(ht_runner_options *o) {
   o->compile_timeout_s = 300;
   o->setup_timeout_s = 300;
   o->isolate = 1;
+  o->compile_jobs = 0;
 }
 
 const ht_device_info *ht_runner_device(const ht_runner *r) { return &r->info; }
@@ -105,6 +107,25 @@ static void worker_setup_failed(int out, ht_status st) {
   _exit(1);
 }
 
+/* Reads len bytes from the parent, however long it takes: 0, or -1 when the pipe closed. */
+static int worker_read(int in, void *data, size_t len) {
+  int rc;
+  while ((rc = ht_fd_read_all(in, data, len, ht_now() + 3600)) == -2) {
+  }
+  return rc;
+}
+
+/* 'P': n configs to build ahead. */
+static int worker_precompile(ht_evaluator *ev, int in, int jobs) {
+  int n = 0;
+  if (worker_read(in, &n, sizeof n) || n < 0 || n > HT_MAX_PRECOMPILE) return -1;
+  ht_config *cfgs = malloc(sizeof *cfgs * (size_t)(n > 0 ? n : 1));
+  int rc = !cfgs || worker_read(in, cfgs, sizeof *cfgs * (size_t)n) ? -1 : 0;
+  if (!rc) ht_evaluator_precompile(ev, cfgs, n, jobs);
+  free(cfgs);
+  return rc;
+}
+
 static void worker_main(const ht_spec *spec, const char *device_id, const ht_runner_options *opt, int in, int out,
                         pid_t parent) {
   setpgid(0, 0);
@@ -125,10 +146,13 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
   ht_config cfg;
   static ht_result res; /* large: keep it off the stack */
   for (;;) {
-    int rc;
-    while ((rc = ht_fd_read_all(in, &cfg, sizeof cfg, ht_now() + 3600)) == -2) {
+    char kind = 0;
+    if (worker_read(in, &kind, 1)) break;
+    if (kind == 'P') {
+      if (worker_precompile(ev, in, opt->compile_jobs) || ht_fd_write_all(out, "P", 1)) break;
+      continue;
     }
-    if (rc) break;
+    if (kind != 'M' || worker_read(in, &cfg, sizeof cfg)) break;
     char clean = (char)ht_evaluator_run(ev, &cfg, &res, worker_progress, &out);
     if (ht_fd_write_all(out, "R", 1) || ht_fd_write_all(out, &res, sizeof res) || ht_fd_write_all(out, &clean, 1))
       break;
@@ -292,7 +316,7 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   double t0 = ht_now();
   ht_result_init(out);
   config_phase ph = PHASE_COMPILE;
-  int rc = ht_fd_write_all(r->to_worker, cfg, sizeof *cfg) ? -1 : 0;
+  int rc = ht_fd_write_all(r->to_worker, "M", 1) || ht_fd_write_all(r->to_worker, cfg, sizeof *cfg) ? -1 : 0;
   char tag = 0, clean = 1;
   while (rc == 0 && tag != 'R') {
     double deadline = ht_now() + (ph == PHASE_RUN ? r->opt.timeout_s + ht_heartbeat_gap(r->opt.timeout_s)
@@ -506,6 +530,50 @@ ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out)
   ht_status st = check_config(r->spec, cfg);
   if (st) return st;
   return r->local ? evaluate_local(r, cfg, out) : evaluate_isolated(r, cfg, out);
+}
+
+/* How long building n configs ahead may take: a compile timeout per round of compile_jobs. */
+static double precompile_limit(const ht_runner *r, int n) {
+  int jobs = r->opt.compile_jobs > 0 ? r->opt.compile_jobs : r->info.max_threads > 0 ? r->info.max_threads : 1;
+  return r->opt.compile_timeout_s * ((n + jobs - 1) / jobs);
+}
+
+/* The worker builds them. One that dies or overruns is ended: the configs are then built when
+ * evaluated, by a new worker. */
+static void precompile_isolated(ht_runner *r, const ht_config *cfgs, int n) {
+  if (r->pid && ht_child_exited(r->pid)) reap_worker(r, 1);
+  if ((!r->pid && start_worker(r)) || (!r->ready && await_setup(r, 'S', 'I'))) {
+    ht_error_clear(); /* the evaluation that follows starts a worker and reports why it cannot */
+    return;
+  }
+  double deadline = ht_now() + precompile_limit(r, n) + GRACE_S;
+  char tag = 0;
+  int rc = ht_fd_write_all(r->to_worker, "P", 1) || ht_fd_write_all(r->to_worker, &n, sizeof n) ||
+                   ht_fd_write_all(r->to_worker, cfgs, sizeof *cfgs * (size_t)n)
+               ? -1
+               : read_worker(r, &tag, 1, deadline);
+  if (rc != 0 || tag != 'P') reap_worker(r, 1);
+}
+
+ht_status ht_runner_precompile(ht_runner *r, const ht_config *cfgs, int n) {
+  if (n < 2) return HT_OK; /* one config: its evaluation builds it as fast */
+  if (n > HT_MAX_PRECOMPILE)
+    return ht_error(HT_ERR_INVALID, "precompile: %d configs, at most %d at once", n, HT_MAX_PRECOMPILE);
+  for (int i = 0; i < n; i++) {
+    ht_status st = check_config(r->spec, &cfgs[i]);
+    if (st) return st;
+  }
+  if (!r->local) {
+    precompile_isolated(r, cfgs, n);
+    return HT_OK;
+  }
+  pthread_mutex_lock(&r->wd->mu);
+  snprintf(r->wd->config, sizeof r->wd->config, "%d configs", n);
+  pthread_mutex_unlock(&r->wd->mu);
+  watchdog_arm(r->wd, precompile_limit(r, n), GRACE_S, "compilation ahead", "compile timeout");
+  ht_evaluator_precompile(r->local, cfgs, n, r->opt.compile_jobs);
+  watchdog_arm(r->wd, 0, 0, NULL, NULL);
+  return HT_OK;
 }
 
 void ht_runner_destroy(ht_runner *r) {

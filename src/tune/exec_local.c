@@ -42,8 +42,36 @@ ht_status ht_local_evaluate(void *state, const ht_config *cfg, int reuse, ht_res
   return st;
 }
 
+/* 1 when the store answers cfg (reuse): nothing to build for it. */
+static int stored(local_state *s, const ht_config *cfg) {
+  ht_result res;
+  char *key = ht_config_text(s->a.space, cfg);
+  ht_eval_key k = s->a.key;
+  k.config_key = key;
+  int found = 0;
+  if (!key || ht_store_get_eval(s->a.store, &k, &res, &found)) ht_error_clear();
+  free(key);
+  return found;
+}
+
+/* A batch's kernels are built at once, on as many cores (ht_runner_precompile), before its
+ * configs are measured one after another. */
+static ht_status precompile(local_state *s, const ht_config *cfgs, int n) {
+  ht_config *todo = n > 1 ? malloc(sizeof *todo * (size_t)n) : NULL;
+  int m = 0;
+  for (int i = 0; todo && i < n; i++)
+    if (!s->a.reuse || !stored(s, &cfgs[i])) todo[m++] = cfgs[i];
+  ht_status st = HT_OK;
+  for (int i = 0; i < m && !st; i += HT_MAX_PRECOMPILE)
+    st = ht_runner_precompile(s->a.runner, todo + i, m - i < HT_MAX_PRECOMPILE ? m - i : HT_MAX_PRECOMPILE);
+  free(todo);
+  return st;
+}
+
 static ht_status local_submit(void *state, const ht_config *cfgs, int n) {
   local_state *s = state;
+  ht_status st = precompile(s, cfgs, n);
+  if (st) return st;
   for (int i = 0; i < n; i++) {
     ht_exec_done *d = ht_exec_queue_push(&s->queue);
     if (!d) return HT_ERR_NOMEM;
