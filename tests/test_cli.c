@@ -413,6 +413,8 @@ static void test_bad_options(void **state) {
   expect_error(r, 2, "-n 1000000000000", "from 1 to 1000000");
   run(r, "tune", path, "--db", F->db, "--quiet", "--min-runs", "4294967297");
   expect_error(r, 2, "--min-runs 4294967297", "from 1 to 256");
+  run(r, "tune", path, "--db", F->db, "--quiet", "--batch", "4", "--compile-jobs", "0");
+  expect_error(r, 2, "--compile-jobs 0", "from 1 to 256");
   run(r, "tune", path, "--db", F->db, "--quiet", "--strategy", "annealing_x");
   expect_error(r, 2, "annealing_x");
   run(r, "tune", path, "--db", F->db, "--quiet", "--frobnicate", "1");
@@ -580,7 +582,7 @@ static void test_readonly_database(void **state) {
   assert_int_equal(chmod(spec_path, 0644), 0);
   assert_int_equal(chmod(db, 0444), 0);
   assert_int_equal(chmod(dir, 0555), 0);
-  char *own_cache = strdup(getenv("HETUNE_CACHE_DIR"));
+  char *own_cache = getenv("HETUNE_CACHE_DIR") ? strdup(getenv("HETUNE_CACHE_DIR")) : NULL;
   setenv("HETUNE_CACHE_DIR", cache, 1);
   run_opts o = {.as_nobody = 1};
   const char *sizes[] = {"N=256", "N=512"}; /* all stored, then none stored */
@@ -590,7 +592,8 @@ static void test_readonly_database(void **state) {
   }
   run_as(r, &o, "show", "k", "--db", db, (char *)NULL);
   assert_int_equal(r->rc, 0);
-  setenv("HETUNE_CACHE_DIR", own_cache, 1);
+  if (own_cache) setenv("HETUNE_CACHE_DIR", own_cache, 1);
+  else unsetenv("HETUNE_CACHE_DIR");
   free(own_cache);
   chmod(dir, 0755);
   chmod(F->dir, 0700);
