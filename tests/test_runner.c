@@ -324,10 +324,19 @@ static int cached_objects(const char *cache) {
   return n;
 }
 
+/* Lines in a file: here, the compilers a wrapper saw start. */
+static int lines_in(const char *path) {
+  FILE *f = fopen(path, "r");
+  int n = 0;
+  for (int c; f && (c = fgetc(f)) != EOF;) n += c == '\n';
+  if (f) fclose(f);
+  return n;
+}
+
 /* Built ahead, in a worker and in-process: every config's object is in the cache before any is
- * measured; each evaluation then reports its own build time (not "cached"), one that fails to
- * build still fails as a compile error with the compiler's message, and a config measured again
- * is cached. Configs out of range and too many at once are refused. */
+ * measured, by one compiler run each; each evaluation then reports its own build time (not
+ * "cached"), and one that failed to build reports the compiler's message without building again.
+ * A config measured again is cached. Configs out of range and too many at once are refused. */
 static void test_precompile(void **state) {
   (void)state;
   ht_spec *spec = load(DATA "bad_c.json");
@@ -335,6 +344,13 @@ static void test_precompile(void **state) {
   fast_options(&o);
   o.compile_jobs = 2;
   char *old = getenv("HETUNE_CACHE_DIR") ? ht_strdup(getenv("HETUNE_CACHE_DIR")) : NULL;
+  char *log = ht_strfmt("%s/compilers.log", tmpdir), *wrapper = ht_strfmt("%s/cc.sh", tmpdir);
+  FILE *w = fopen(wrapper, "w");
+  assert_non_null(w);
+  fprintf(w, "echo run >> '%s'\nexec cc \"$@\"\n", log);
+  fclose(w);
+  char *cc = ht_strfmt("sh %s", wrapper), *old_cc = getenv("HETUNE_CC") ? ht_strdup(getenv("HETUNE_CC")) : NULL;
+  setenv("HETUNE_CC", cc, 1);
   ht_result *res = malloc(sizeof *res);
   for (int isolate = 0; isolate <= 1; isolate++) {
     char *cache = ht_strfmt("%s/precompile-%d", tmpdir, isolate);
@@ -342,17 +358,19 @@ static void test_precompile(void **state) {
     o.isolate = isolate;
     ht_runner *r;
     assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
-    int before = cached_objects(cache); /* the reference */
+    int objects = cached_objects(cache), runs = lines_in(log); /* the reference's */
     ht_config cfgs[4] = {config_of(1, 0), config_of(1, 3), config_of(1, 4), config_of(1, 5)};
     assert_int_equal(ht_runner_precompile(r, cfgs, 4), HT_OK);
-    assert_int_equal(cached_objects(cache) - before, 3); /* mode 4 does not compile */
+    assert_int_equal(cached_objects(cache) - objects, 3); /* mode 4 does not compile */
+    assert_int_equal(lines_in(log) - runs, 4);
     static const ht_eval_status want[4] = {HT_EVAL_OK, HT_EVAL_CORRECTNESS, HT_EVAL_COMPILE, HT_EVAL_CORRECTNESS};
     for (int i = 0; i < 4; i++) {
       assert_int_equal(ht_runner_evaluate(r, &cfgs[i], res), HT_OK);
       assert_int_equal(res->status, want[i]);
+      assert_true(!res->compile_cached && res->compile_s > 0);
       if (want[i] == HT_EVAL_COMPILE) assert_non_null(strstr(res->message, "error"));
-      else assert_true(!res->compile_cached && res->compile_s > 0);
     }
+    assert_int_equal(lines_in(log) - runs, 4);
     assert_int_equal(ht_runner_evaluate(r, &cfgs[0], res), HT_OK);
     assert_true(res->compile_cached && res->compile_s == 0);
     ht_config bad[2] = {config_of(1, 0), config_of(1, 99)};
@@ -361,9 +379,15 @@ static void test_precompile(void **state) {
     ht_runner_destroy(r);
     free(cache);
   }
+  if (old_cc) setenv("HETUNE_CC", old_cc, 1);
+  else unsetenv("HETUNE_CC");
+  free(old_cc);
   if (old) setenv("HETUNE_CACHE_DIR", old, 1);
   else unsetenv("HETUNE_CACHE_DIR");
   free(old);
+  free(cc);
+  free(wrapper);
+  free(log);
   free(res);
   ht_spec_destroy(spec);
 }

@@ -19,11 +19,14 @@
 #define GUARD_BYTES 64
 static unsigned char guard_byte(size_t i) { return (unsigned char)(0xA5 ^ (i * 37)); }
 
-/* A config whose kernel was built ahead (ht_evaluator_precompile) and the time the build took. */
+/* A config whose kernel was built ahead (ht_evaluator_precompile): the time the build took and,
+ * when it failed, why (its evaluation reports that instead of building again). */
 typedef struct prebuilt {
   ht_config cfg;
-  double seconds;
+  double seconds; /* < 0: not built ahead (it was in the cache already) */
+  char *error;
 } prebuilt;
+
 
 typedef struct arg_data {
   size_t n, bytes;
@@ -48,6 +51,13 @@ struct ht_evaluator {
 };
 
 const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->dev->info; }
+
+static void drop_prebuilt(ht_evaluator *ev) {
+  for (int i = 0; i < ev->n_pre; i++) free(ev->pre[i].error);
+  free(ev->pre);
+  ev->pre = NULL;
+  ev->n_pre = 0;
+}
 
 /* ---- helpers shared by the reference and the tuned kernel ---- */
 
@@ -287,7 +297,7 @@ void ht_evaluator_destroy(ht_evaluator *ev) {
   }
   free(ev->args);
   free(ev->vars);
-  free(ev->pre);
+  drop_prebuilt(ev);
   ht_threads_free(&ev->baseline);
   ht_device_close(ev->dev);
   free(ev);
@@ -402,15 +412,16 @@ static void compute_metrics(ht_evaluator *ev, ht_result *r) {
   }
 }
 
-/* A config built ahead for this evaluation: its build time is this evaluation's compile time. */
-static void take_prebuilt(ht_evaluator *ev, const ht_config *cfg, ht_result *r) {
+/* cfg's build ahead, taken out of the list: 0 when it was not built ahead. A build ahead is this
+ * evaluation's build: its time is the evaluation's compile time. */
+static int take_prebuilt(ht_evaluator *ev, const ht_config *cfg, prebuilt *out) {
   for (int i = 0; i < ev->n_pre; i++)
     if (ht_config_equal(&ev->pre[i].cfg, cfg)) {
-      r->compile_s = ev->pre[i].seconds;
-      r->compile_cached = 0;
+      *out = ev->pre[i];
       ev->pre[i] = ev->pre[--ev->n_pre];
-      return;
+      return 1;
     }
+  return 0;
 }
 
 static void run_config(run_state *rs, ht_result *r) {
@@ -422,13 +433,21 @@ static void run_config(run_state *rs, ht_result *r) {
   ht_defines d = {defs.n, defs.names, defs.values};
   ht_source src = source_of(ev->run);
   ht_compile_info info = {0};
+  prebuilt pre = {.seconds = -1};
+  int ahead = take_prebuilt(ev, rs->cfg, &pre);
+  if (ahead && pre.error) {
+    r->compile_s = pre.seconds;
+    beat(rs, 'C');
+    fail(r, HT_EVAL_COMPILE, "%s", pre.error);
+    return free(pre.error);
+  }
   double t0 = ht_now();
   ht_run_capture_limit(ev->opt.compile_timeout_s, "compile timeout");
   ht_status st = dev->ops->compile(dev, &src, &d, &rs->prog, &info);
   ht_run_capture_limit(0, NULL);
   r->compile_s = info.cached ? 0 : ht_now() - t0;
   r->compile_cached = info.cached;
-  if (info.cached) take_prebuilt(ev, rs->cfg, r);
+  if (ahead && info.cached) r->compile_s = pre.seconds, r->compile_cached = 0;
   free(info.log);
   beat(rs, 'C');
   if (st) return fail(r, HT_EVAL_COMPILE, "%s", ht_last_error());
@@ -478,11 +497,11 @@ typedef struct precompile_job {
   const ht_config *cfgs;
   int n, next; /* next: the first config no thread has taken */
   pthread_mutex_t mu;
-  prebuilt *built; /* n; seconds < 0: not built here (cached already, or failed) */
+  prebuilt *built; /* n */
 } precompile_job;
 
 /* Builds cfg's program into the device's cache (and unloads it): what ht_evaluator_run loads. */
-static double build_one(ht_evaluator *ev, const ht_config *cfg, ht_value *vars) {
+static prebuilt build_one(ht_evaluator *ev, const ht_config *cfg, ht_value *vars) {
   const ht_spec *s = ev->spec;
   ht_spec_bind(s, NULL, cfg, &ev->dev->info, vars);
   ht_spec_defines defs;
@@ -493,11 +512,11 @@ static double build_one(ht_evaluator *ev, const ht_config *cfg, ht_value *vars) 
   ht_program *prog = NULL;
   double t0 = ht_now();
   ht_status st = ev->dev->ops->compile(ev->dev, &src, &d, &prog, &info);
-  double seconds = ht_now() - t0;
+  prebuilt b = {*cfg, info.cached ? -1 : ht_now() - t0, st ? ht_strdup(ht_last_error()) : NULL};
   free(info.log);
   if (!st) ev->dev->ops->program_free(ev->dev, prog);
-  ht_error_clear(); /* a failure shows when the config is evaluated: it builds again there */
-  return st || info.cached ? -1 : seconds;
+  ht_error_clear();
+  return b;
 }
 
 static void *precompile_thread(void *arg) {
@@ -509,20 +528,20 @@ static void *precompile_thread(void *arg) {
     int i = j->next++;
     pthread_mutex_unlock(&j->mu);
     if (i >= j->n) break;
-    j->built[i] = (prebuilt){j->cfgs[i], build_one(j->ev, &j->cfgs[i], vars)};
+    j->built[i] = build_one(j->ev, &j->cfgs[i], vars);
   }
   ht_run_capture_limit(0, NULL);
   free(vars);
   return NULL;
 }
 
-/* Keeps the configs built here (replacing an earlier batch's that were never evaluated). */
-static void keep_prebuilt(ht_evaluator *ev, const prebuilt *built, int n) {
-  free(ev->pre);
+/* Keeps the configs built (or failed) here, replacing an earlier batch's that were never evaluated. */
+static void keep_prebuilt(ht_evaluator *ev, prebuilt *built, int n) {
+  drop_prebuilt(ev);
   ev->pre = malloc(sizeof *ev->pre * (size_t)(n > 0 ? n : 1));
-  ev->n_pre = 0;
-  for (int i = 0; ev->pre && i < n; i++)
-    if (built[i].seconds >= 0) ev->pre[ev->n_pre++] = built[i];
+  for (int i = 0; i < n; i++)
+    if (ev->pre && (built[i].seconds >= 0 || built[i].error)) ev->pre[ev->n_pre++] = built[i];
+    else free(built[i].error);
 }
 
 void ht_evaluator_precompile(ht_evaluator *ev, const ht_config *cfgs, int n, int jobs) {
