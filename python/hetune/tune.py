@@ -44,9 +44,13 @@ def strategies():
     return [dec(lib.ht_strategy_at(i)[0]) for i in range(lib.ht_strategy_count())]
 
 
-def _runner_options(timeout, compile_timeout, in_process):
+def _runner_options(timeout, compile_timeout, in_process, compile_jobs=None):
     ro = RunnerOptions()
     lib.ht_runner_options_default(ctypes.byref(ro))
+    if compile_jobs is not None:
+        if int(compile_jobs) < 1:
+            raise ValueError("compile_jobs %r: expected 1 or more" % (compile_jobs,))
+        ro.compile_jobs = int(compile_jobs)
     if timeout is not None:
         ro.timeout_s = timeout
     if compile_timeout is not None:
@@ -55,9 +59,12 @@ def _runner_options(timeout, compile_timeout, in_process):
     return ro
 
 
-def _tune_options(strategy, budget, budget_seconds, seed, strategy_options, no_reuse, confirm):
+def _tune_options(strategy, budget, budget_seconds, seed, strategy_options, no_reuse, confirm, batch=1):
     o = TuneOptions()
     lib.ht_tune_options_default(ctypes.byref(o))
+    if int(batch) < 1:
+        raise ValueError("batch %r: expected 1 or more" % (batch,))
+    o.batch = int(batch)
     o.strategy = enc(strategy)
     o.strategy_options = enc(strategy_options)
     o.seed = seed
@@ -70,11 +77,13 @@ def _tune_options(strategy, budget, budget_seconds, seed, strategy_options, no_r
 
 def tune(spec, store, device="c", strategy="auto", budget=100, seed=1, sizes=None, budget_seconds=None,
          strategy_options=None, no_reuse=False, confirm=0, timeout=None, compile_timeout=None,
-         in_process=False, progress=None):
+         in_process=False, progress=None, batch=1, compile_jobs=None):
     """Tunes spec (a Spec, or a spec file's path) on device ("c", "opencl", "cuda:0", ...), storing
     every evaluation in store (a Store or a path). budget: configs at most (None or "all": no
     limit); sizes: {name: value} for this run (the spec's own sizes are restored after it);
-    progress: called with each evaluation's dict as it finishes. Ctrl-C stops after the current
+    progress: called with each evaluation's dict as it finishes; batch: configs asked of the
+    strategy at a time, whose C kernels are compiled first, compile_jobs at once (default: one
+    per hardware thread), then measured one after another. Ctrl-C stops after the current
     config, keeps what was stored, and raises KeyboardInterrupt."""
     from .spec import Spec
     from .store import Store
@@ -87,8 +96,9 @@ def tune(spec, store, device="c", strategy="auto", budget=100, seed=1, sizes=Non
         own.append(store)
     try:
         return _tune(spec, store, device, sizes, progress,
-                     _tune_options(strategy, budget, budget_seconds, seed, strategy_options, no_reuse, confirm),
-                     _runner_options(timeout, compile_timeout, in_process))
+                     _tune_options(strategy, budget, budget_seconds, seed, strategy_options, no_reuse, confirm,
+                                   batch),
+                     _runner_options(timeout, compile_timeout, in_process, compile_jobs))
     finally:
         for h in own:
             h.close()

@@ -50,6 +50,16 @@ def test_tune_a_spec_file(vadd, store):
     assert df["time_s"].min() == r.best.time_s
 
 
+def test_a_batch_compiled_ahead(vadd, store):
+    r = vadd.tune(store, strategy="random", budget=6, seed=2, sizes={"N": 20000}, batch=3, compile_jobs=2)
+    assert r.measured == 6 and all(e["status"] == "ok" for e in r.evaluations)
+    assert all(e["compile_s"] >= 0 for e in r.evaluations)
+    with pytest.raises(ValueError):
+        vadd.tune(store, strategy="random", budget=2, batch=0)
+    with pytest.raises(ValueError):
+        vadd.tune(store, strategy="random", budget=2, compile_jobs=0)
+
+
 def test_a_second_run_reuses_the_store_and_the_store_reads_back(vadd, store):
     first = vadd.tune(store, strategy="random", budget=3, sizes={"N": 20000})
     again = vadd.tune(store, strategy="random", budget=3, sizes={"N": 20000})
