@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,6 +52,27 @@ int ht_child_wait_readable(int fd, pid_t pid, double deadline) {
     if (pr < 0 && errno != EINTR) return 0;
     if (pr == 0 && ht_child_exited(pid) && poll(&pf, 1, 0) == 0) return 0;
   }
+}
+
+/* A pidfd turns readable when its process exits; kernels before 5.3 have none: then we look every
+ * millisecond. */
+int ht_child_wait_exit(pid_t pid, double deadline) {
+  int fd = -1;
+#ifdef SYS_pidfd_open
+  fd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+  int exited;
+  for (;;) {
+    exited = ht_child_exited(pid);
+    double left = deadline - ht_now();
+    if (exited || left <= 0) break;
+    int ms = left > 1 ? 1000 : (int)(left * 1000) + 1;
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    if (fd >= 0) poll(&pf, 1, ms);
+    else poll(NULL, 0, 1);
+  }
+  if (fd >= 0) close(fd);
+  return exited;
 }
 
 int ht_child_kill_group(pid_t pid) {
@@ -102,11 +124,7 @@ static int drain(int fd, pid_t pid, double deadline, ht_buf *b) {
     if (n <= 0) break;
     ht_buf_append_bytes(b, chunk, (size_t)n);
   }
-  while (!ht_child_exited(pid)) { /* its output closed: now its exit */
-    if (ht_now() >= deadline) return 1;
-    poll(NULL, 0, 10);
-  }
-  return 0;
+  return !ht_child_wait_exit(pid, deadline); /* its output closed: now its exit */
 }
 
 ht_status ht_run_capture(char *const argv[], const char *dir, double timeout_s, char **log, int *exit_code) {

@@ -11,6 +11,9 @@ int ht_child_exited(pid_t pid);
  * deadline (an ht_now() time) passes (-2). Watching the exit, not only the pipe, matters: a process
  * the child forked may hold the pipe open after the child died. */
 int ht_child_wait_readable(int fd, pid_t pid, double deadline);
+/* Waits until the child pid has exited (1; it is not reaped) or the deadline passes (0). Woken by
+ * the exit itself (a pidfd), not by polling at intervals, so a short-lived tool costs no sleep. */
+int ht_child_wait_exit(pid_t pid, double deadline);
 /* Kills the process group of pid (SIGKILL) and reaps pid: its wait status. The group is killed
  * before pid is reaped, so the group id cannot have been reused by then. */
 int ht_child_kill_group(pid_t pid);

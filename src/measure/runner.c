@@ -185,8 +185,7 @@ static int reap_worker(ht_runner *r, int kill_it) {
   if (!r->pid) return 0;
   close(r->to_worker);
   close(r->from_worker);
-  for (double until = ht_now() + EXIT_WAIT_S; !kill_it && !ht_child_exited(r->pid) && ht_now() < until;)
-    poll(NULL, 0, 5);
+  if (!kill_it) ht_child_wait_exit(r->pid, ht_now() + EXIT_WAIT_S);
   int status = ht_child_kill_group(r->pid);
   r->pid = 0;
   return status;
