@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "device/backend.h" /* the backends' tables */
@@ -90,6 +91,49 @@ static void test_c_probe(void **state) {
   assert_int_equal(k, 9);
   assert_string_equal(names[0], "device.compute_units");
   assert_int_equal(values[2].u.i, 1);
+}
+
+static void write_fake_cc(const char *path, const char *version) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\necho '%s'\n", version);
+  fclose(f);
+  assert_int_equal(chmod(path, 0700), 0);
+}
+
+static void probe_version(char *out, size_t len) {
+  ht_device_info info;
+  int n = 0;
+  assert_int_equal(ht_backend_find("c")->probe(&info, 1, &n), HT_OK);
+  assert_int_equal(n, 1);
+  snprintf(out, len, "%s", info.compiler_version);
+}
+
+/* The probe is remembered, but never past a change of compiler: another command, or the same
+ * compiler's file rewritten (an upgrade), is probed again. */
+static void test_c_probe_follows_compiler(void **state) {
+  (void)state;
+  char dir[] = "/tmp/hetune-fakecc-XXXXXX", path[64], v[256];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/fakecc", dir);
+  const char *saved = getenv("HETUNE_CC");
+  char *keep = saved ? strdup(saved) : NULL;
+  write_fake_cc(path, "fakecc 1.0");
+  setenv("HETUNE_CC", path, 1);
+  probe_version(v, sizeof v);
+  assert_string_equal(v, "fakecc 1.0");
+  probe_version(v, sizeof v);
+  assert_string_equal(v, "fakecc 1.0");
+  write_fake_cc(path, "fakecc 2.00"); /* upgraded in place */
+  probe_version(v, sizeof v);
+  assert_string_equal(v, "fakecc 2.00");
+  if (keep) setenv("HETUNE_CC", keep, 1);
+  else unsetenv("HETUNE_CC");
+  probe_version(v, sizeof v);
+  assert_string_not_equal(v, "fakecc 2.00");
+  free(keep);
+  unlink(path);
+  rmdir(dir);
 }
 
 static void test_c_vadd(void **state) {
@@ -421,7 +465,7 @@ static void test_cuda_probe(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_c_probe),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
+      cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_c_openmp),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
       cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),
