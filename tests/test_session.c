@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -420,6 +421,37 @@ static void test_tune_batches(void **state) {
   free(sum);
 }
 
+/* The first evaluation's report outlasts the time budget. */
+static void outlast_budget(const ht_tune_progress *p, void *ctx) {
+  (void)ctx;
+  for (double t0 = ht_now(); p->elapsed_s + (ht_now() - t0) < 1.1;) poll(NULL, 0, 10);
+}
+
+/* --time ends a batch under way: its configs not measured yet are left out. */
+static void test_tune_batch_stops_at_time(void **state) {
+  (void)state;
+  char db[512];
+  snprintf(db, sizeof db, "%s/batch_time.db", tmpdir);
+  ht_spec *spec = vadd("N=20000");
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_tune_options to;
+  ht_tune_options_default(&to);
+  to.strategy = "brute_force";
+  to.batch = 8;
+  to.budget_seconds = 1.0; /* up while the first of 8 is reported */
+  to.progress = outlast_budget;
+  ht_runner_options ro;
+  ht_runner_options_default(&ro);
+  ro.max_runs = 3;
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  if (ht_tune(spec, "c", st, &to, &ro, sum)) fail_msg("%s", ht_last_error());
+  assert_int_equal(sum->measured, 1);
+  ht_store_close(st);
+  ht_spec_destroy(spec);
+  free(sum);
+}
+
 /* Seed configs are measured first (those the space does not hold are left out), and the nearby
  * stored bests of other sizes come back nearest first. */
 static void test_tune_seeds_and_nearby_bests(void **state) {
@@ -483,6 +515,7 @@ int main(void) {
     cmocka_unit_test(test_virtual_clock_and_stop),
     cmocka_unit_test(test_replay_executor_equals_replay),
     cmocka_unit_test(test_tune_batches),
+    cmocka_unit_test(test_tune_batch_stops_at_time),
     cmocka_unit_test(test_tune_seeds_and_nearby_bests),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -133,8 +133,9 @@ typedef struct ht_tune_options {
    * that device is where it ran. The space is built with the runner's device all the same. */
   const ht_device_info *store_device;
   /* Configs asked and submitted together (default 1). The local executor evaluates them one after
-   * another. A batch never takes more than budget_evals leaves; budget_seconds is checked when a
-   * batch is asked, so a batch under way finishes (a stop request ends it after the config in hand). */
+   * another. A batch never takes more than budget_evals leaves; once budget_seconds is reached, or
+   * a stop is requested, the configs of a batch not measured yet are left out (the one in hand
+   * finishes; a batch's compiles ahead are not cut short). */
   int batch;
   /* Warm start: configs ("TX=16,TY=8", as ht_config_text writes them) evaluated first, before the
    * strategy's own; the strategy is told their results. Texts the space does not hold (another

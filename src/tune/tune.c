@@ -116,6 +116,11 @@ static ht_status remember_ok(tune_ctx *c, const ht_config *cfg, const ht_result 
 
 static int stopped(const tune_ctx *c) { return c->opt->stop && *c->opt->stop; }
 
+/* --time is up: what a batch has not measured yet is left out rather than measured past it. */
+static int out_of_time(const tune_ctx *c) {
+  return c->opt->budget_seconds > 0 && ht_now() - c->t0 >= c->opt->budget_seconds;
+}
+
 /* One finished evaluation: kept for the confirmation, told to the session, reported. */
 static ht_status take_result(tune_ctx *c, ht_tuner *t, const ht_exec_done *d) {
   const int seed = ht_tuner_is_seed(t, &d->cfg);
@@ -141,7 +146,7 @@ static ht_status loop(tune_ctx *c, ht_tuner *t) {
     while (!st && ht_executor_pending(&c->exec) > 0) {
       st = ht_executor_poll(&c->exec, d, 1, 1, &got);
       if (!st && got == 1) st = take_result(c, t, d);
-      if (stopped(c)) break;
+      if (stopped(c) || out_of_time(c)) break;
     }
   }
   free(cfgs);
