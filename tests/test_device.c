@@ -110,7 +110,7 @@ static void probe_version(char *out, size_t len) {
 }
 
 /* The probe is remembered, but never past a change of compiler: another command, or the same
- * compiler's file rewritten (an upgrade), is probed again. */
+ * compiler's file rewritten (an upgrade), or a wrapper's script rewritten, is probed again. */
 static void test_c_probe_follows_compiler(void **state) {
   (void)state;
   char dir[] = "/tmp/hetune-fakecc-XXXXXX", path[64], v[256];
@@ -127,10 +127,18 @@ static void test_c_probe_follows_compiler(void **state) {
   write_fake_cc(path, "fakecc 2.00"); /* upgraded in place */
   probe_version(v, sizeof v);
   assert_string_equal(v, "fakecc 2.00");
+  char wrapped[128];
+  snprintf(wrapped, sizeof wrapped, "sh %s", path); /* a wrapper: the script is watched too */
+  setenv("HETUNE_CC", wrapped, 1);
+  probe_version(v, sizeof v);
+  assert_string_equal(v, "fakecc 2.00");
+  write_fake_cc(path, "fakecc 3.000");
+  probe_version(v, sizeof v);
+  assert_string_equal(v, "fakecc 3.000");
   if (keep) setenv("HETUNE_CC", keep, 1);
   else unsetenv("HETUNE_CC");
   probe_version(v, sizeof v);
-  assert_string_not_equal(v, "fakecc 2.00");
+  assert_string_not_equal(v, "fakecc 3.000");
   free(keep);
   unlink(path);
   rmdir(dir);

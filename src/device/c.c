@@ -181,17 +181,16 @@ static void probe_device(ht_device_info *d) {
   ht_device_info_fingerprint(d);
 }
 
-/* The file the compiler command's first word runs: as given with a '/', else found on $PATH. */
-static int compiler_file(struct stat *st) {
-  const char *cmd = compiler();
-  size_t len = strcspn(cmd, " \t");
+/* The file a word of the compiler command names: as given with a '/', else found on $PATH. */
+static int word_file(const char *word, size_t len, struct stat *st) {
   char path[PATH_MAX];
-  if (memchr(cmd, '/', len)) return len < sizeof path && snprintf(path, sizeof path, "%.*s", (int)len, cmd) > 0 ? stat(path, st) : -1;
+  if (memchr(word, '/', len))
+    return len < sizeof path && snprintf(path, sizeof path, "%.*s", (int)len, word) > 0 ? stat(path, st) : -1;
   const char *dirs = getenv("PATH");
   for (const char *d = dirs ? dirs : "/usr/bin:/bin"; *d;) {
     size_t dl = strcspn(d, ":");
     if (dl + len + 2 <= sizeof path) {
-      snprintf(path, sizeof path, "%.*s/%.*s", (int)dl, d, (int)len, cmd);
+      snprintf(path, sizeof path, "%.*s/%.*s", (int)dl, d, (int)len, word);
       if (stat(path, st) == 0 && S_ISREG(st->st_mode) && access(path, X_OK) == 0) return 0;
     }
     d += dl + (d[dl] == ':');
@@ -199,33 +198,49 @@ static int compiler_file(struct stat *st) {
   return -1;
 }
 
-static int same_file(const struct stat *a, const struct stat *b) {
-  return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-         a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+/* The status (device, inode, size, times) of every file the compiler command names, hashed: its
+ * compiler, and a wrapper's script or the compiler it runs ("sh cc.sh", "ccache gcc"). -1 when the
+ * command's first word names no file. */
+static int compiler_files(uint64_t *sig) {
+  const char *cmd = compiler();
+  *sig = 0;
+  for (int first = 1; *cmd; first = 0) {
+    cmd += strspn(cmd, " \t");
+    size_t len = strcspn(cmd, " \t");
+    struct stat st;
+    if (len && word_file(cmd, len, &st) == 0) {
+      const int64_t f[] = {(int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)st.st_size, st.st_mtim.tv_sec,
+                           st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+      *sig = ht_hash64(f, sizeof f, *sig);
+    } else if (first) {
+      return -1;
+    }
+    cmd += len;
+  }
+  return 0;
 }
 
 /* A process opens the c device many times (each tuning, each computation, a test suite), and a
  * probe runs the compiler for its version and reads /proc/cpuinfo four times: milliseconds. Its
- * result is kept while the compiler command and the compiler's file stay the same. */
+ * result is kept while the compiler command and the files it names stay the same. */
 static ht_status c_probe(ht_device_info *out, int max, int *n) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   static ht_device_info memo;
   static char memo_cmd[1024];
-  static struct stat memo_file;
+  static uint64_t memo_files;
   *n = 0;
   if (max < 1) return HT_OK;
-  struct stat file;
-  int known = compiler_file(&file) == 0 && strlen(compiler()) < sizeof memo_cmd;
+  uint64_t files;
+  int known = compiler_files(&files) == 0 && strlen(compiler()) < sizeof memo_cmd;
   pthread_mutex_lock(&lock);
-  int hit = known && memo_cmd[0] && strcmp(memo_cmd, compiler()) == 0 && same_file(&memo_file, &file);
+  int hit = known && memo_cmd[0] && strcmp(memo_cmd, compiler()) == 0 && memo_files == files;
   if (hit) *out = memo;
   pthread_mutex_unlock(&lock);
   if (!hit) probe_device(out);
   if (!hit && known) {
     pthread_mutex_lock(&lock);
     memo = *out;
-    memo_file = file;
+    memo_files = files;
     snprintf(memo_cmd, sizeof memo_cmd, "%s", compiler());
     pthread_mutex_unlock(&lock);
   }
