@@ -1,6 +1,5 @@
 /* The runner and the tuning loop against kernels written to misbehave: every failure is recorded
  * with its T4 status and tuning goes on; interrupted runs resume from the store. */
-#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -17,6 +16,7 @@
 #include <cmocka.h>
 
 #include "hetune/hetune.h"
+#include "cache_test_util.h"
 
 #define DATA HT_SOURCE_DIR "/tests/data/misbehave/"
 
@@ -308,20 +308,6 @@ static void test_second_tuning_compiles_nothing(void **state) {
   ht_store_close(st);
   free(sum);
   free(db);
-}
-
-/* Shared objects in <cache>/c. */
-static int cached_objects(const char *cache) {
-  char *dir = ht_strfmt("%s/c", cache);
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    size_t len = strlen(e->d_name);
-    n += len > 3 && strcmp(e->d_name + len - 3, ".so") == 0;
-  }
-  if (d) closedir(d);
-  free(dir);
-  return n;
 }
 
 /* Lines in a file: here, the compilers a wrapper saw start. */

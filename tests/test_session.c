@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hetune/hetune.h"
+#include "cache_test_util.h"
 #include "hetune/replay.h"
 #include "tune/executor.h"
 
@@ -382,7 +383,7 @@ static ht_status tune(const char *size, const char *db, const char *strategy, in
   assert_int_equal(ht_store_open(db, &st), HT_OK);
   ht_tune_options to;
   ht_tune_options_default(&to);
-  assert_int_equal(to.batch, 1);
+  assert_int_equal(to.batch, 0); /* by default: as the strategy allows */
   to.strategy = strategy;
   to.batch = batch;
   to.budget_evals = budget;
@@ -425,6 +426,60 @@ static void test_tune_batches(void **state) {
 static void outlast_budget(const ht_tune_progress *p, void *ctx) {
   (void)ctx;
   for (double t0 = ht_now(); p->elapsed_s + (ht_now() - t0) < 1.1;) poll(NULL, 0, 10);
+}
+
+typedef struct first_report {
+  const char *cache;
+  int objects; /* kernels in the cache when the first evaluation was reported; -1: none yet */
+} first_report;
+
+static void count_at_first(const ht_tune_progress *p, void *ctx) {
+  (void)p;
+  first_report *f = ctx;
+  if (f->objects < 0) f->objects = cached_objects(f->cache);
+}
+
+/* The kernels built when the first evaluation of a 4-config tuning is reported, in a fresh
+ * compile cache, with the default batch. */
+static int built_at_first_report(const char *strategy, const char *name) {
+  char db[512], cache[512];
+  snprintf(db, sizeof db, "%s/%s.db", tmpdir, name);
+  snprintf(cache, sizeof cache, "%s/%s-cache", tmpdir, name);
+  char *old = getenv("HETUNE_CACHE_DIR") ? strdup(getenv("HETUNE_CACHE_DIR")) : NULL;
+  setenv("HETUNE_CACHE_DIR", cache, 1);
+  ht_spec *spec = vadd("N=20000");
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_tune_options to;
+  ht_tune_options_default(&to);
+  to.strategy = strategy;
+  to.budget_evals = 4;
+  first_report f = {cache, -1};
+  to.progress = count_at_first;
+  to.progress_ctx = &f;
+  ht_runner_options ro;
+  ht_runner_options_default(&ro);
+  ro.max_runs = 3;
+  ro.compile_jobs = 2; /* batches of 4 where the strategy allows */
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  if (ht_tune(spec, "c", st, &to, &ro, sum)) fail_msg("%s", ht_last_error());
+  assert_int_equal(sum->measured, 4);
+  ht_store_close(st);
+  ht_spec_destroy(spec);
+  free(sum);
+  if (old) setenv("HETUNE_CACHE_DIR", old, 1);
+  else unsetenv("HETUNE_CACHE_DIR");
+  free(old);
+  return f.objects;
+}
+
+/* By default brute force, whose choices do not depend on the batch, is asked two configs per
+ * compile job, so the four are built before the first is measured (and the reference); greedy
+ * local search, whose next config depends on the last result, one at a time. */
+static void test_default_batch_follows_strategy(void **state) {
+  (void)state;
+  assert_int_equal(built_at_first_report("brute_force", "default_batch_bf"), 1 + 4);
+  assert_int_equal(built_at_first_report("greedy_ils", "default_batch_ils"), 1 + 1);
 }
 
 /* --time ends a batch under way: its configs not measured yet are left out. */
@@ -516,6 +571,7 @@ int main(void) {
     cmocka_unit_test(test_replay_executor_equals_replay),
     cmocka_unit_test(test_tune_batches),
     cmocka_unit_test(test_tune_batch_stops_at_time),
+    cmocka_unit_test(test_default_batch_follows_strategy),
     cmocka_unit_test(test_tune_seeds_and_nearby_bests),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -25,6 +25,9 @@ typedef struct ht_strategy_ops {
   int (*ask)(void *state, ht_config *out, int max);
   void (*tell)(void *state, const ht_config *cfg, const ht_result *r);
   void (*destroy)(void *state);
+  /* 1 when asking in batches changes none of the configs handed out, nor their order (brute force,
+   * random): a batch then costs nothing, and its kernels can be compiled at once. NULL: it may. */
+  int (*batch_free)(const void *state);
 } ht_strategy_ops;
 
 int ht_strategy_count(void);
@@ -89,6 +92,9 @@ int ht_tuner_best(const ht_tuner *t, ht_config *cfg, ht_result *r);
 void ht_tuner_charge(ht_tuner *t, double seconds);
 /* 1 when cfg was handed out as one of the seed configs. */
 int ht_tuner_is_seed(const ht_tuner *t, const ht_config *cfg);
+/* 1 when the session's strategy hands out the same configs in the same order whatever the batch
+ * asked (ht_strategy_ops.batch_free; auto: the strategy it picked). */
+int ht_tuner_batch_free(const ht_tuner *t);
 
 typedef struct ht_tuner_stats {
   int64_t asked, told, pending; /* configs handed out, results told, handed out and not yet told */
@@ -132,8 +138,10 @@ typedef struct ht_tune_options {
    * runner's. For a C kernel that drives another device (a vendor library's GPU or OpenCL call),
    * that device is where it ran. The space is built with the runner's device all the same. */
   const ht_device_info *store_device;
-  /* Configs asked and submitted together (default 1). The local executor evaluates them one after
-   * another. A batch never takes more than budget_evals leaves; once budget_seconds is reached, or
+  /* Configs asked and submitted together. 0 (the default): two per compile job (the runner's
+   * compile_jobs, else one per hardware thread) when the strategy's choices do not depend on the
+   * batch (ht_tuner_batch_free), so a batch's C kernels compile at once; else 1. The local executor
+   * evaluates them one after another. A batch never takes more than budget_evals leaves; once budget_seconds is reached, or
    * a stop is requested, the configs of a batch not measured yet are left out (the one in hand
    * finishes; a batch's compiles ahead are not cut short). */
   int batch;

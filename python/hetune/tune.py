@@ -59,12 +59,13 @@ def _runner_options(timeout, compile_timeout, in_process, compile_jobs=None):
     return ro
 
 
-def _tune_options(strategy, budget, budget_seconds, seed, strategy_options, no_reuse, confirm, batch=1):
+def _tune_options(strategy, budget, budget_seconds, seed, strategy_options, no_reuse, confirm, batch=None):
     o = TuneOptions()
     lib.ht_tune_options_default(ctypes.byref(o))
-    if int(batch) < 1:
-        raise ValueError("batch %r: expected 1 or more" % (batch,))
-    o.batch = int(batch)
+    if batch is not None:  # None: the library's default, as many as the strategy allows
+        if int(batch) < 1:
+            raise ValueError("batch %r: expected 1 or more" % (batch,))
+        o.batch = int(batch)
     o.strategy = enc(strategy)
     o.strategy_options = enc(strategy_options)
     o.seed = seed
@@ -77,13 +78,14 @@ def _tune_options(strategy, budget, budget_seconds, seed, strategy_options, no_r
 
 def tune(spec, store, device="c", strategy="auto", budget=100, seed=1, sizes=None, budget_seconds=None,
          strategy_options=None, no_reuse=False, confirm=0, timeout=None, compile_timeout=None,
-         in_process=False, progress=None, batch=1, compile_jobs=None):
+         in_process=False, progress=None, batch=None, compile_jobs=None):
     """Tunes spec (a Spec, or a spec file's path) on device ("c", "opencl", "cuda:0", ...), storing
     every evaluation in store (a Store or a path). budget: configs at most (None or "all": no
     limit); sizes: {name: value} for this run (the spec's own sizes are restored after it);
     progress: called with each evaluation's dict as it finishes; batch: configs asked of the
     strategy at a time, whose C kernels are compiled first, compile_jobs at once (default: one
-    per hardware thread), then measured one after another. Ctrl-C stops after the current
+    per hardware thread), then measured one after another (default: two per compile job for
+    brute_force, random and auto on small spaces, whose choices do not depend on it; else 1). Ctrl-C stops after the current
     config, keeps what was stored, and raises KeyboardInterrupt."""
     from .spec import Spec
     from .store import Store

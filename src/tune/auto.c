@@ -59,5 +59,10 @@ static void auto_destroy(void *state) {
   free(s);
 }
 
+static int auto_batch_free(const void *state) {
+  const auto_state *s = state;
+  return s->ops->batch_free && s->ops->batch_free(s->inner);
+}
+
 const ht_strategy_ops ht_strategy_auto = {"auto", "picks the strategy that scored best on the recorded spaces", auto_init,
-                                          auto_ask, auto_tell, auto_destroy};
+                                          auto_ask, auto_tell, auto_destroy, auto_batch_free};

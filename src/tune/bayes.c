@@ -695,4 +695,4 @@ static ht_status bo_init(void **state, ht_space *space, const ht_options *opt, u
 
 const ht_strategy_ops ht_strategy_bayes = {
     "bayes",   "Bayesian optimisation: GP (Matern 5/2, ARD) + lower confidence bound (acq=ei: expected improvement)", bo_init, bo_ask, bo_tell,
-    bo_destroy};
+    bo_destroy, NULL};

@@ -2,7 +2,7 @@
  * at once, nothing is counted or listed first. */
 #include <stdlib.h>
 
-#include "hetune/tune.h"
+#include "tune/strategy_util.h"
 
 typedef struct bf_state {
   ht_space *space;
@@ -33,4 +33,4 @@ static void bf_tell(void *state, const ht_config *cfg, const ht_result *r) {
 }
 
 const ht_strategy_ops ht_strategy_brute_force = {"brute_force", "every valid config, in order", bf_init, bf_ask,
-                                                 bf_tell, free};
+                                                 bf_tell, free, ht_strategy_always_batch_free};

@@ -488,4 +488,4 @@ static ht_status cma_init(void **state, ht_space *space, const ht_options *opt, 
 
 const ht_strategy_ops ht_strategy_cmaes = {
     "cmaes",    "CMA-ES on index-encoded parameters, repaired samples, IPOP restarts", cma_init, cma_ask, cma_tell,
-    cma_destroy};
+    cma_destroy, NULL};

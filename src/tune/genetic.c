@@ -244,4 +244,4 @@ static void ga_destroy(void *state) {
 
 const ht_strategy_ops ht_strategy_genetic = {
   "genetic", "genetic algorithm: tournament selection, crossover, mutation, repair of invalid children, elitism",
-  ga_init, ga_ask, ga_tell, ga_destroy};
+  ga_init, ga_ask, ga_tell, ga_destroy, NULL};

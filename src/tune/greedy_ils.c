@@ -360,4 +360,4 @@ static void ils_tell(void *state, const ht_config *cfg, const ht_result *r) {
 
 const ht_strategy_ops ht_strategy_greedy_ils = {
   "greedy_ils", "iterated first-improvement local search with random-walk perturbation and restarts",
-  ils_init, ils_ask, ils_tell, ils_destroy};
+  ils_init, ils_ask, ils_tell, ils_destroy, NULL};

@@ -123,4 +123,4 @@ static void hy_tell(void *state, const ht_config *cfg, const ht_result *r) {
 }
 
 const ht_strategy_ops ht_strategy_hybrid = {"hybrid", "model_guided opens, bayes takes over with every result",
-                                            hy_init, hy_ask, hy_tell, hy_destroy};
+                                            hy_init, hy_ask, hy_tell, hy_destroy, NULL};

@@ -550,4 +550,4 @@ static void mg_destroy(void *state) {
 
 const ht_strategy_ops ht_strategy_model_guided = {
   "model_guided", "AutoTVM loop: an XGBoost cost model ranks sampled configs, the best batch is measured",
-  mg_init, mg_ask, mg_tell, mg_destroy};
+  mg_init, mg_ask, mg_tell, mg_destroy, NULL};

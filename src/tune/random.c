@@ -96,4 +96,4 @@ static void rnd_destroy(void *state) {
 }
 
 const ht_strategy_ops ht_strategy_random = {"random", "uniform random sampling without replacement", rnd_init,
-                                            rnd_ask, rnd_tell, rnd_destroy};
+                                            rnd_ask, rnd_tell, rnd_destroy, ht_strategy_always_batch_free};

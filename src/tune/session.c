@@ -209,6 +209,8 @@ void ht_tuner_charge(ht_tuner *t, double seconds) { t->clock += seconds; }
 
 int ht_tuner_is_seed(const ht_tuner *t, const ht_config *cfg) { return ht_config_set_has(&t->seed_set, cfg); }
 
+int ht_tuner_batch_free(const ht_tuner *t) { return t && t->ops && t->ops->batch_free && t->ops->batch_free(t->state); }
+
 void ht_tuner_stats_get(const ht_tuner *t, ht_tuner_stats *out) {
   memset(out, 0, sizeof *out);
   out->asked = t->n_asked;

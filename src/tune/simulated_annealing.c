@@ -231,4 +231,4 @@ static void sa_destroy(void *state) {
 
 const ht_strategy_ops ht_strategy_simulated_annealing = {
   "simulated_annealing", "simulated annealing on relative differences, geometric cooling, reheats and restarts",
-  sa_init, sa_ask, sa_tell, sa_destroy};
+  sa_init, sa_ask, sa_tell, sa_destroy, NULL};

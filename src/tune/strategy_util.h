@@ -51,4 +51,10 @@ static inline double ht_eval_wall(const ht_result *r) {
 /* Up to max valid configs not in `asked`, drawn uniformly from the space. Returns how many. */
 int ht_sample_unasked(ht_space *space, ht_rng *rng, const ht_config_set *asked, ht_config *out, int max);
 
+/* ht_strategy_ops.batch_free of a strategy whose choices never depend on the batch. */
+static inline int ht_strategy_always_batch_free(const void *state) {
+  (void)state;
+  return 1;
+}
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hetune/tune.h"
 #include "spec/spec_struct.h"
@@ -17,7 +18,6 @@ void ht_tune_options_default(ht_tune_options *o) {
   o->strategy = "auto";
   o->seed = 1;
   o->confirm_runs = 2;
-  o->batch = 1;
 }
 
 typedef struct measured_config {
@@ -38,6 +38,7 @@ typedef struct tune_ctx {
   ht_tune_summary *sum;
   double t0;
   char *config_key;      /* the config just evaluated, formatted once */
+  int compile_jobs;      /* the runner's option (0: one per hardware thread) */
   ht_config *seeds;      /* the seed configs the space holds */
   int n_seeds;
   measured_config *ok;   /* this session's successful configs, for the confirmation */
@@ -133,8 +134,19 @@ static ht_status take_result(tune_ctx *c, ht_tuner *t, const ht_exec_done *d) {
 
 /* Asks a batch, submits it, takes its results as they come; a stop request ends a batch after the
  * config in hand. */
+/* The batch asked at a time: as given, or by default two per compile job where the strategy's
+ * choices do not depend on it, so the kernels of a batch compile at once and the next round's
+ * compilers start while nothing else waits on them. */
+static int batch_of(const tune_ctx *c, const ht_tuner *t) {
+  if (c->opt->batch > 0) return c->opt->batch;
+  if (!ht_tuner_batch_free(t)) return 1;
+  const long threads = sysconf(_SC_NPROCESSORS_ONLN); /* the host's: a GPU's threads compile nothing */
+  const int jobs = c->compile_jobs > 0 ? c->compile_jobs : threads > 0 && threads < 2048 ? (int)threads : 1;
+  return 2 * jobs < HT_MAX_PRECOMPILE ? 2 * jobs : HT_MAX_PRECOMPILE;
+}
+
 static ht_status loop(tune_ctx *c, ht_tuner *t) {
-  const int batch = c->opt->batch > 1 ? c->opt->batch : 1;
+  const int batch = batch_of(c, t);
   ht_config *cfgs = malloc(sizeof *cfgs * (size_t)batch);
   ht_exec_done *d = malloc(sizeof *d);
   ht_status st = cfgs && d ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
@@ -291,7 +303,7 @@ ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *store, c
   memset(out, 0, sizeof *out);
   ht_result_init(&out->best);
   out->seed_best_time_s = NAN;
-  tune_ctx c = {.spec = spec, .store = store, .opt = opt, .sum = out, .t0 = ht_now()};
+  tune_ctx c = {.spec = spec, .store = store, .opt = opt, .sum = out, .t0 = ht_now(), .compile_jobs = ropt ? ropt->compile_jobs : 0};
   c.progress.best_time_s = NAN;
   c.progress.budget_evals = opt->budget_evals;
   c.progress.budget_seconds = opt->budget_seconds;
