@@ -320,9 +320,10 @@ static int lines_in(const char *path) {
 }
 
 /* Built ahead, in a worker and in-process: every config's object is in the cache before any is
- * measured, by one compiler run each; each evaluation then reports its own build time (not
- * "cached"), and one that failed to build reports the compiler's message without building again.
- * A config measured again is cached. Configs out of range and too many at once are refused. */
+ * measured, by one compiler run each, and stays loaded: each evaluation runs it without looking
+ * it up again (deleted from the cache, it is not built again) and reports its own build time (not
+ * "cached"); one that failed to build reports the compiler's message without building again.
+ * A config measured again is looked up. Configs out of range and too many at once are refused. */
 static void test_precompile(void **state) {
   (void)state;
   ht_spec *spec = load(DATA "bad_c.json");
@@ -349,6 +350,7 @@ static void test_precompile(void **state) {
     assert_int_equal(ht_runner_precompile(r, cfgs, 4), HT_OK);
     assert_int_equal(cached_objects(cache) - objects, 3); /* mode 4 does not compile */
     assert_int_equal(lines_in(log) - runs, 4);
+    assert_int_equal(each_cached_object(cache, 1), objects + 3);
     static const ht_eval_status want[4] = {HT_EVAL_OK, HT_EVAL_CORRECTNESS, HT_EVAL_COMPILE, HT_EVAL_CORRECTNESS};
     for (int i = 0; i < 4; i++) {
       assert_int_equal(ht_runner_evaluate(r, &cfgs[i], res), HT_OK);
@@ -357,6 +359,8 @@ static void test_precompile(void **state) {
       if (want[i] == HT_EVAL_COMPILE) assert_non_null(strstr(res->message, "error"));
     }
     assert_int_equal(lines_in(log) - runs, 4);
+    assert_int_equal(ht_runner_evaluate(r, &cfgs[0], res), HT_OK);
+    assert_true(!res->compile_cached && lines_in(log) - runs == 5);
     assert_int_equal(ht_runner_evaluate(r, &cfgs[0], res), HT_OK);
     assert_true(res->compile_cached && res->compile_s == 0);
     ht_config bad[2] = {config_of(1, 0), config_of(1, 99)};

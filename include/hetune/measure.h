@@ -58,10 +58,11 @@ const ht_device_info *ht_runner_device(const ht_runner *r);
  * out->status with a message and return HT_OK; only failures of hetune itself return an error. */
 ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out);
 /* Compiles the kernels of configs about to be evaluated, up to opt->compile_jobs compilers at once,
- * into the device's compile cache: the evaluations that follow load them, measuring one after
- * another as always, and each reports the time its own build took. Only where the device compiles
- * in parallel (HT_CAP_PARALLEL_COMPILE: c); elsewhere, and for a config that fails to build (its
- * evaluation builds it again and reports why), nothing changes. */
+ * into the device's compile cache, and keeps them loaded: the evaluations that follow run them
+ * without looking them up again, measuring one after another as always, and each reports the time
+ * its own build took (a config that failed to build, the compiler's message). Only where the device
+ * compiles in parallel (HT_CAP_PARALLEL_COMPILE: c); elsewhere nothing changes. A later call drops
+ * the kernels of the earlier one that were not evaluated. */
 #define HT_MAX_PRECOMPILE 4096
 ht_status ht_runner_precompile(ht_runner *r, const ht_config *cfgs, int n);
 

@@ -19,10 +19,12 @@
 #define GUARD_BYTES 64
 static unsigned char guard_byte(size_t i) { return (unsigned char)(0xA5 ^ (i * 37)); }
 
-/* A config whose kernel was built ahead (ht_evaluator_precompile): the time the build took and,
- * when it failed, why (its evaluation reports that instead of building again). */
+/* A config whose kernel was built ahead (ht_evaluator_precompile): its program, kept loaded so
+ * the evaluation neither looks it up nor loads it again, the time the build took and, when it
+ * failed, why (its evaluation reports that instead of building again). */
 typedef struct prebuilt {
   ht_config cfg;
+  ht_program *prog;
   double seconds; /* < 0: not built ahead (it was in the cache already) */
   char *error;
 } prebuilt;
@@ -53,7 +55,10 @@ struct ht_evaluator {
 const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->dev->info; }
 
 static void drop_prebuilt(ht_evaluator *ev) {
-  for (int i = 0; i < ev->n_pre; i++) free(ev->pre[i].error);
+  for (int i = 0; i < ev->n_pre; i++) {
+    free(ev->pre[i].error);
+    if (ev->pre[i].prog) ev->dev->ops->program_free(ev->dev, ev->pre[i].prog); /* never run */
+  }
   free(ev->pre);
   ev->pre = NULL;
   ev->n_pre = 0;
@@ -441,14 +446,20 @@ static void run_config(run_state *rs, ht_result *r) {
     fail(r, HT_EVAL_COMPILE, "%s", pre.error);
     return free(pre.error);
   }
-  double t0 = ht_now();
-  ht_run_capture_limit(ev->opt.compile_timeout_s, "compile timeout");
-  ht_status st = dev->ops->compile(dev, &src, &d, &rs->prog, &info);
-  ht_run_capture_limit(0, NULL);
-  r->compile_s = info.cached ? 0 : ht_now() - t0;
-  r->compile_cached = info.cached;
-  if (ahead && info.cached) r->compile_s = pre.seconds, r->compile_cached = 0;
-  free(info.log);
+  ht_status st = HT_OK;
+  if (ahead) {
+    rs->prog = pre.prog;
+    r->compile_cached = pre.seconds < 0;
+    r->compile_s = r->compile_cached ? 0 : pre.seconds;
+  } else {
+    double t0 = ht_now();
+    ht_run_capture_limit(ev->opt.compile_timeout_s, "compile timeout");
+    st = dev->ops->compile(dev, &src, &d, &rs->prog, &info);
+    ht_run_capture_limit(0, NULL);
+    r->compile_s = info.cached ? 0 : ht_now() - t0;
+    r->compile_cached = info.cached;
+    free(info.log);
+  }
   beat(rs, 'C');
   if (st) return fail(r, HT_EVAL_COMPILE, "%s", ht_last_error());
   ht_arg args[64 + 1];
@@ -500,7 +511,7 @@ typedef struct precompile_job {
   prebuilt *built; /* n */
 } precompile_job;
 
-/* Builds cfg's program into the device's cache (and unloads it): what ht_evaluator_run loads. */
+/* Builds cfg's program into the device's cache and loads it: what ht_evaluator_run runs. */
 static prebuilt build_one(ht_evaluator *ev, const ht_config *cfg, ht_value *vars) {
   const ht_spec *s = ev->spec;
   ht_spec_bind(s, NULL, cfg, &ev->dev->info, vars);
@@ -512,9 +523,8 @@ static prebuilt build_one(ht_evaluator *ev, const ht_config *cfg, ht_value *vars
   ht_program *prog = NULL;
   double t0 = ht_now();
   ht_status st = ev->dev->ops->compile(ev->dev, &src, &d, &prog, &info);
-  prebuilt b = {*cfg, info.cached ? -1 : ht_now() - t0, st ? ht_strdup(ht_last_error()) : NULL};
+  prebuilt b = {*cfg, st ? NULL : prog, info.cached ? -1 : ht_now() - t0, st ? ht_strdup(ht_last_error()) : NULL};
   free(info.log);
-  if (!st) ev->dev->ops->program_free(ev->dev, prog);
   ht_error_clear();
   return b;
 }
@@ -540,8 +550,11 @@ static void keep_prebuilt(ht_evaluator *ev, prebuilt *built, int n) {
   drop_prebuilt(ev);
   ev->pre = malloc(sizeof *ev->pre * (size_t)(n > 0 ? n : 1));
   for (int i = 0; i < n; i++)
-    if (ev->pre && (built[i].seconds >= 0 || built[i].error)) ev->pre[ev->n_pre++] = built[i];
-    else free(built[i].error);
+    if (ev->pre && (built[i].prog || built[i].error)) ev->pre[ev->n_pre++] = built[i];
+    else {
+      free(built[i].error);
+      if (built[i].prog) ev->dev->ops->program_free(ev->dev, built[i].prog);
+    }
 }
 
 void ht_evaluator_precompile(ht_evaluator *ev, const ht_config *cfgs, int n, int jobs) {
