@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "device/backend.h" /* the backends' tables */
@@ -140,6 +141,48 @@ static void test_c_probe_follows_compiler(void **state) {
   probe_version(v, sizeof v);
   assert_string_not_equal(v, "fakecc 3.000");
   free(keep);
+  unlink(path);
+  rmdir(dir);
+}
+
+/* In a new process (a worker, another command) the compiler's version comes from the cache: the
+ * compiler runs once per command and file status, not at every process's first probe. */
+static void test_c_probe_kept_across_processes(void **state) {
+  (void)state;
+  char dir[] = "/tmp/hetune-fakecc-XXXXXX", path[64], runs[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/fakecc", dir);
+  snprintf(runs, sizeof runs, "%s/runs", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\necho run >> '%s'\necho 'fakecc 4.2'\n", runs);
+  fclose(f);
+  assert_int_equal(chmod(path, 0700), 0);
+  const char *saved = getenv("HETUNE_CC");
+  char *keep = saved ? strdup(saved) : NULL;
+  setenv("HETUNE_CC", path, 1);
+  for (int child = 0; child < 2; child++) { /* this process never probes this compiler itself */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      char v[256];
+      ht_device_info info;
+      int n = 0;
+      ht_backend_find("c")->probe(&info, 1, &n);
+      snprintf(v, sizeof v, "%s", info.compiler_version);
+      _exit(n == 1 && strcmp(v, "fakecc 4.2") == 0 ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  struct stat st;
+  assert_int_equal(stat(runs, &st), 0);
+  assert_int_equal(st.st_size, 4); /* "run\n" once */
+  if (keep) setenv("HETUNE_CC", keep, 1);
+  else unsetenv("HETUNE_CC");
+  free(keep);
+  unlink(runs);
   unlink(path);
   rmdir(dir);
 }
@@ -473,7 +516,7 @@ static void test_cuda_probe(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
+      cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler), cmocka_unit_test(test_c_probe_kept_across_processes),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_c_openmp),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
       cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),

@@ -133,23 +133,41 @@ static int count_cores(int threads) {
   return n > 0 && n <= threads ? n : threads;
 }
 
-static void compiler_version(char *out, size_t len) {
+/* The first line of "<compiler> --version"; 0 when the compiler answered. */
+static int run_compiler_version(char *out, size_t len) {
   argv_t a = {0};
   argv_split(&a, compiler());
   argv_push(&a, ht_strdup("--version"));
   char *log = NULL;
-  int code;
-  out[0] = '\0';
-  if (!a.failed && a.n > 1 && run_capture(a.v, &log, &code) == HT_OK && code == 0 && log)
-    snprintf(out, len, "%.*s", (int)strcspn(log, "\n"), log);
-  else
-    snprintf(out, len, "%s (unknown version)", compiler());
+  int code, ok = !a.failed && a.n > 1 && run_capture(a.v, &log, &code) == HT_OK && code == 0 && log;
+  if (ok) snprintf(out, len, "%.*s", (int)strcspn(log, "\n"), log);
+  else snprintf(out, len, "%s (unknown version)", compiler());
   ht_error_clear();
   free(log);
   argv_free(&a);
+  return ok ? 0 : -1;
 }
 
-static void probe_device(ht_device_info *d) {
+/* Running the compiler takes milliseconds, paid by every process that opens the c device (each
+ * worker too): its answer is kept in the private cache, under the command and the status of the
+ * files it names (files: compiler_files; NULL when unknown, and then it always runs). */
+static void compiler_version(const uint64_t *files, char *out, size_t len) {
+  char *dir = NULL, *path = NULL, *text = NULL, hex[17];
+  if (files && ht_cache_subdir("c", &dir) == HT_OK) {
+    ht_hash_hex(ht_hash_str(compiler(), ht_hash64(files, sizeof *files, 0)), hex);
+    path = ht_strfmt("%s/compiler-%s.version", dir, hex);
+  }
+  if (path && ht_cache_get(path, &text, NULL) == HT_OK && text[0] && !strchr(text, '\n') && strlen(text) < len)
+    snprintf(out, len, "%s", text);
+  else if (run_compiler_version(out, len) == 0 && path && ht_cache_put(path, out, strlen(out)))
+    ht_log(2, "c: cannot keep the compiler's version: %s", ht_last_error());
+  ht_error_clear();
+  free(text);
+  free(path);
+  free(dir);
+}
+
+static void probe_device(ht_device_info *d, const uint64_t *files) {
   memset(d, 0, sizeof *d);
   ht_copy_field(d->backend, sizeof d->backend, "c");
   ht_copy_field(d->id, sizeof d->id, "c:0");
@@ -163,7 +181,7 @@ static void probe_device(ht_device_info *d) {
     snprintf(tmp, sizeof tmp, "%s %s", u.sysname, u.release);
     ht_copy_field(d->runtime_version, sizeof d->runtime_version, tmp);
   }
-  compiler_version(d->compiler_version, sizeof d->compiler_version);
+  compiler_version(files, d->compiler_version, sizeof d->compiler_version);
   long threads = sysconf(_SC_NPROCESSORS_ONLN);
   d->max_threads = threads > 0 ? (int)threads : 1;
   d->compute_units = count_cores(d->max_threads);
@@ -221,8 +239,8 @@ static int compiler_files(uint64_t *sig) {
 }
 
 /* A process opens the c device many times (each tuning, each computation, a test suite), and a
- * probe runs the compiler for its version and reads /proc/cpuinfo four times: milliseconds. Its
- * result is kept while the compiler command and the files it names stay the same. */
+ * probe reads /proc/cpuinfo four times and asks the compiler its version: its result is kept while
+ * the compiler command and the files it names stay the same. */
 static ht_status c_probe(ht_device_info *out, int max, int *n) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   static ht_device_info memo;
@@ -236,7 +254,7 @@ static ht_status c_probe(ht_device_info *out, int max, int *n) {
   int hit = known && memo_cmd[0] && strcmp(memo_cmd, compiler()) == 0 && memo_files == files;
   if (hit) *out = memo;
   pthread_mutex_unlock(&lock);
-  if (!hit) probe_device(out);
+  if (!hit) probe_device(out, known ? &files : NULL);
   if (!hit && known) {
     pthread_mutex_lock(&lock);
     memo = *out;
