@@ -89,6 +89,18 @@ static void format_config(const ht_spec *s, const ht_config *cfg, char *buf, siz
 
 /* ---- the worker side ---- */
 
+/* A message: its tag and parts in one write, so that the reader wakes once for it. */
+static int send_message(int fd, char tag, const void *a, size_t alen, const void *b, size_t blen) {
+  char small[8192], *buf = 1 + alen + blen <= sizeof small ? small : malloc(1 + alen + blen);
+  if (!buf) return -1;
+  buf[0] = tag;
+  if (alen) memcpy(buf + 1, a, alen);
+  if (blen) memcpy(buf + 1 + alen, b, blen);
+  int rc = ht_fd_write_all(fd, buf, 1 + alen + blen);
+  if (buf != small) free(buf);
+  return rc;
+}
+
 static void worker_progress(char phase, void *ctx) { ht_fd_write_all(*(int *)ctx, &phase, 1); }
 
 /* Ends the worker's process group, and the compiler it runs (a group of its own). */
@@ -154,8 +166,7 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
     }
     if (kind != 'M' || worker_read(in, &cfg, sizeof cfg)) break;
     char clean = (char)ht_evaluator_run(ev, &cfg, &res, worker_progress, &out);
-    if (ht_fd_write_all(out, "R", 1) || ht_fd_write_all(out, &res, sizeof res) || ht_fd_write_all(out, &clean, 1))
-      break;
+    if (send_message(out, 'R', &res, sizeof res, &clean, 1)) break;
     if (!clean) _exit(0); /* what the kernel left may run its code: no unloading; the parent kills the group */
   }
   ht_evaluator_destroy(ev);
@@ -315,7 +326,7 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   double t0 = ht_now();
   ht_result_init(out);
   config_phase ph = PHASE_COMPILE;
-  int rc = ht_fd_write_all(r->to_worker, "M", 1) || ht_fd_write_all(r->to_worker, cfg, sizeof *cfg) ? -1 : 0;
+  int rc = send_message(r->to_worker, 'M', cfg, sizeof *cfg, NULL, 0) ? -1 : 0;
   char tag = 0, clean = 1;
   while (rc == 0 && tag != 'R') {
     double deadline = ht_now() + (ph == PHASE_RUN ? r->opt.timeout_s + ht_heartbeat_gap(r->opt.timeout_s)
@@ -547,8 +558,7 @@ static void precompile_isolated(ht_runner *r, const ht_config *cfgs, int n) {
   }
   double deadline = ht_now() + precompile_limit(r, n) + GRACE_S;
   char tag = 0;
-  int rc = ht_fd_write_all(r->to_worker, "P", 1) || ht_fd_write_all(r->to_worker, &n, sizeof n) ||
-                   ht_fd_write_all(r->to_worker, cfgs, sizeof *cfgs * (size_t)n)
+  int rc = send_message(r->to_worker, 'P', &n, sizeof n, cfgs, sizeof *cfgs * (size_t)n)
                ? -1
                : read_worker(r, &tag, 1, deadline);
   if (rc != 0 || tag != 'P') reap_worker(r, 1);
