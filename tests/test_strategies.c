@@ -8,10 +8,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hetune/model.h"
 #include "hetune/tune.h"
@@ -322,8 +324,26 @@ static void test_options_strict(void **state) {
   ht_options_destroy(o);
 }
 
+/* No thread of OpenBLAS's idle pool outlives the program's start (each one spun on a core for
+ * about 0.1 s): the process is back to its one thread (OpenBLAS makes no pool on one core). */
+static void test_no_idle_blas_pool(void **state) {
+  (void)state;
+  int tasks = 0;
+  for (int tries = 0; tries < 200; tries++) {
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    tasks = 0;
+    for (struct dirent *e; (e = readdir(d));) tasks += e->d_name[0] != '.';
+    closedir(d);
+    if (tasks == 1) break;
+    usleep(10000);
+  }
+  assert_int_equal(tasks, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_no_idle_blas_pool), /* first: before any test starts a thread */
     cmocka_unit_test(test_valid_unique_reproducible),
     cmocka_unit_test(test_small_and_degenerate_spaces),
     cmocka_unit_test(test_huge_space),

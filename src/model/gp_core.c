@@ -10,6 +10,7 @@
  * (dtrsv); V = L^-1 k(points, pool) gains one row per point too (one dgemv over the pool), so
  * the pool's predictive variances sf2 - |V_j|^2 stay current at O(n m) per point. */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <lapacke.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,19 @@ void ht_gp_pool_predict(ht_gp *g) {
     double v = g->sf2 - g->ss[j];
     g->sd[j] = sqrt(v > 1e-10 * g->sf2 ? v : 1e-10 * g->sf2);
   }
+}
+
+/* OpenBLAS starts a pool of idle threads, one per core but one, when a program linked with hetune
+ * loads it, and beside other libraries (libgomp, LAPACKE's) each spins on its core for about 0.1 s
+ * before it sleeps: every core busy at the start of every hetune command, application and worker
+ * whose measurements begin then. The pool is ended at load; OpenBLAS starts it again at the first
+ * call that runs on several threads. Another BLAS library has no such call and is left alone. */
+__attribute__((constructor)) static void end_idle_blas_pool(void) {
+  void *sym = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+  int (*shutdown)(void);
+  if (!sym) return;
+  memcpy(&shutdown, &sym, sizeof shutdown);
+  shutdown();
 }
 
 int ht_gp_blas_begin(void) {
