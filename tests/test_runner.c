@@ -345,6 +345,7 @@ static void test_precompile(void **state) {
     o.isolate = isolate;
     ht_runner *r;
     assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+    assert_int_equal(ht_runner_compile_jobs(r), 2);
     int objects = cached_objects(cache), runs = lines_in(log); /* the reference's */
     ht_config cfgs[4] = {config_of(1, 0), config_of(1, 3), config_of(1, 4), config_of(1, 5)};
     assert_int_equal(ht_runner_precompile(r, cfgs, 4), HT_OK);
@@ -369,6 +370,11 @@ static void test_precompile(void **state) {
     ht_runner_destroy(r);
     free(cache);
   }
+  ht_runner *r; /* by default, one compiler per hardware thread of this machine */
+  o.compile_jobs = 0;
+  assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+  assert_int_equal(ht_runner_compile_jobs(r), (int)sysconf(_SC_NPROCESSORS_ONLN));
+  ht_runner_destroy(r);
   if (old_cc) setenv("HETUNE_CC", old_cc, 1);
   else unsetenv("HETUNE_CC");
   free(old_cc);

@@ -65,6 +65,9 @@ ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out)
  * the kernels of the earlier one that were not evaluated. */
 #define HT_MAX_PRECOMPILE 4096
 ht_status ht_runner_precompile(ht_runner *r, const ht_config *cfgs, int n);
+/* The compilers ht_runner_precompile runs at once: opt->compile_jobs, else one per hardware thread
+ * of this machine. */
+int ht_runner_compile_jobs(const ht_runner *r);
 
 /* Ends the worker process (if any) so that the next evaluation runs in a new one: a measurement
  * repeated in another process samples another of the device's process-level states (thread

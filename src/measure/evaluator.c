@@ -559,7 +559,7 @@ static void keep_prebuilt(ht_evaluator *ev, prebuilt *built, int n) {
 
 void ht_evaluator_precompile(ht_evaluator *ev, const ht_config *cfgs, int n, int jobs) {
   if (n < 2 || !(ht_device_caps(ev->dev) & HT_CAP_PARALLEL_COMPILE)) return;
-  if (jobs <= 0) jobs = ev->dev->info.max_threads > 0 ? ev->dev->info.max_threads : 1;
+  if (jobs < 1) jobs = 1;
   if (jobs > n) jobs = n;
   enum { MAX_JOBS = 256 };
   pthread_t th[MAX_JOBS];

@@ -36,7 +36,7 @@ const ht_device_info *ht_evaluator_device(const ht_evaluator *ev);
  * running: the kernel is then left loaded, since its code may still run, and a worker must not be
  * used again. */
 int ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_progress_fn progress, void *ctx);
-/* ht_runner_precompile in this process: jobs threads (0: the host's hardware threads), each
+/* ht_runner_precompile in this process: jobs threads (ht_runner_compile_jobs), each
  * compiler bounded by opt->compile_timeout_s. The build times are kept for ht_evaluator_run of the
  * same configs. */
 void ht_evaluator_precompile(ht_evaluator *ev, const ht_config *cfgs, int n, int jobs);

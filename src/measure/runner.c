@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "core/process.h"
+#include "device/backend.h"
 #include "measure/evaluator.h"
 
 /* The parent waits this much longer than the compile and setup timeouts: the worker kills a hung
@@ -74,6 +75,16 @@ void ht_runner_options_default(ht_runner_options *o) {
 }
 
 const ht_device_info *ht_runner_device(const ht_runner *r) { return &r->info; }
+
+/* opt->compile_jobs, else one per hardware thread of this machine (not the device's: a GPU's
+ * threads compile nothing). */
+static int compile_jobs(const ht_runner_options *o) {
+  if (o->compile_jobs > 0) return o->compile_jobs;
+  const long threads = sysconf(_SC_NPROCESSORS_ONLN);
+  return threads > 0 && threads < 2048 ? (int)threads : 1;
+}
+
+int ht_runner_compile_jobs(const ht_runner *r) { return compile_jobs(&r->opt); }
 int ht_runner_worker_starts(const ht_runner *r) { return r->starts; }
 
 /* "MODE=2 WG=64": for messages. */
@@ -161,7 +172,7 @@ static void worker_main(const ht_spec *spec, const char *device_id, const ht_run
     char kind = 0;
     if (worker_read(in, &kind, 1)) break;
     if (kind == 'P') {
-      if (worker_precompile(ev, in, opt->compile_jobs) || ht_fd_write_all(out, "P", 1)) break;
+      if (worker_precompile(ev, in, compile_jobs(opt)) || ht_fd_write_all(out, "P", 1)) break;
       continue;
     }
     if (kind != 'M' || worker_read(in, &cfg, sizeof cfg)) break;
@@ -544,7 +555,7 @@ ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out)
 
 /* How long building n configs ahead may take: a compile timeout per round of compile_jobs. */
 static double precompile_limit(const ht_runner *r, int n) {
-  int jobs = r->opt.compile_jobs > 0 ? r->opt.compile_jobs : r->info.max_threads > 0 ? r->info.max_threads : 1;
+  const int jobs = compile_jobs(&r->opt);
   return r->opt.compile_timeout_s * ((n + jobs - 1) / jobs);
 }
 
@@ -556,6 +567,8 @@ static void precompile_isolated(ht_runner *r, const ht_config *cfgs, int n) {
     ht_error_clear(); /* the evaluation that follows starts a worker and reports why it cannot */
     return;
   }
+  const ht_backend_ops *b = ht_backend_find(r->info.backend);
+  if (!b || !(b->caps & HT_CAP_PARALLEL_COMPILE)) return; /* the worker would build nothing */
   double deadline = ht_now() + precompile_limit(r, n) + GRACE_S;
   char tag = 0;
   int rc = send_message(r->to_worker, 'P', &n, sizeof n, cfgs, sizeof *cfgs * (size_t)n)
@@ -580,7 +593,7 @@ ht_status ht_runner_precompile(ht_runner *r, const ht_config *cfgs, int n) {
   snprintf(r->wd->config, sizeof r->wd->config, "%d configs", n);
   pthread_mutex_unlock(&r->wd->mu);
   watchdog_arm(r->wd, precompile_limit(r, n), GRACE_S, "compilation ahead", "compile timeout");
-  ht_evaluator_precompile(r->local, cfgs, n, r->opt.compile_jobs);
+  ht_evaluator_precompile(r->local, cfgs, n, compile_jobs(&r->opt));
   watchdog_arm(r->wd, 0, 0, NULL, NULL);
   return HT_OK;
 }

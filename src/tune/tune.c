@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "hetune/tune.h"
 #include "spec/spec_struct.h"
@@ -38,7 +37,6 @@ typedef struct tune_ctx {
   ht_tune_summary *sum;
   double t0;
   char *config_key;      /* the config just evaluated, formatted once */
-  int compile_jobs;      /* the runner's option (0: one per hardware thread) */
   ht_config *seeds;      /* the seed configs the space holds */
   int n_seeds;
   measured_config *ok;   /* this session's successful configs, for the confirmation */
@@ -140,8 +138,7 @@ static ht_status take_result(tune_ctx *c, ht_tuner *t, const ht_exec_done *d) {
 static int batch_of(const tune_ctx *c, const ht_tuner *t) {
   if (c->opt->batch > 0) return c->opt->batch;
   if (!ht_tuner_batch_free(t)) return 1;
-  const long threads = sysconf(_SC_NPROCESSORS_ONLN); /* the host's: a GPU's threads compile nothing */
-  const int jobs = c->compile_jobs > 0 ? c->compile_jobs : threads > 0 && threads < 2048 ? (int)threads : 1;
+  const int jobs = ht_runner_compile_jobs(c->runner);
   return 2 * jobs < HT_MAX_PRECOMPILE ? 2 * jobs : HT_MAX_PRECOMPILE;
 }
 
@@ -303,7 +300,7 @@ ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *store, c
   memset(out, 0, sizeof *out);
   ht_result_init(&out->best);
   out->seed_best_time_s = NAN;
-  tune_ctx c = {.spec = spec, .store = store, .opt = opt, .sum = out, .t0 = ht_now(), .compile_jobs = ropt ? ropt->compile_jobs : 0};
+  tune_ctx c = {.spec = spec, .store = store, .opt = opt, .sum = out, .t0 = ht_now()};
   c.progress.best_time_s = NAN;
   c.progress.budget_evals = opt->budget_evals;
   c.progress.budget_seconds = opt->budget_seconds;
