@@ -187,6 +187,43 @@ static void test_c_probe_kept_across_processes(void **state) {
   rmdir(dir);
 }
 
+/* A compiler found through an empty $PATH entry (the current folder) is remembered too. */
+static void test_c_probe_path_current_folder(void **state) {
+  (void)state;
+  char dir[] = "/tmp/hetune-fakecc-XXXXXX", path[64], runs[64], old_cwd[4096], v[256];
+  assert_non_null(mkdtemp(dir));
+  assert_non_null(getcwd(old_cwd, sizeof old_cwd));
+  snprintf(path, sizeof path, "%s/fakecc-here", dir);
+  snprintf(runs, sizeof runs, "%s/runs", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\necho run >> '%s'\necho 'fakecc here'\n", runs);
+  fclose(f);
+  assert_int_equal(chmod(path, 0700), 0);
+  char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL, *old_cc = getenv("HETUNE_CC") ? strdup(getenv("HETUNE_CC")) : NULL;
+  char *new_path = ht_strfmt(":%s", old_path ? old_path : "/usr/bin:/bin");
+  setenv("PATH", new_path, 1);
+  setenv("HETUNE_CC", "fakecc-here", 1);
+  assert_int_equal(chdir(dir), 0);
+  for (int i = 0; i < 2; i++) {
+    probe_version(v, sizeof v);
+    assert_string_equal(v, "fakecc here");
+  }
+  struct stat st;
+  assert_int_equal(stat(runs, &st), 0);
+  assert_int_equal(st.st_size, 4); /* "run\n" once */
+  assert_int_equal(chdir(old_cwd), 0);
+  if (old_path) setenv("PATH", old_path, 1);
+  if (old_cc) setenv("HETUNE_CC", old_cc, 1);
+  else unsetenv("HETUNE_CC");
+  free(new_path);
+  free(old_path);
+  free(old_cc);
+  unlink(runs);
+  unlink(path);
+  rmdir(dir);
+}
+
 static void test_c_vadd(void **state) {
   (void)state;
   ht_device *dev = open_or_fail("c");
@@ -516,7 +553,8 @@ static void test_cuda_probe(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler), cmocka_unit_test(test_c_probe_kept_across_processes),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
+      cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler), cmocka_unit_test(test_c_probe_kept_across_processes),
+      cmocka_unit_test(test_c_probe_path_current_folder),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_c_openmp),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
       cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),

@@ -207,8 +207,8 @@ static int word_file(const char *word, size_t len, struct stat *st) {
   const char *dirs = getenv("PATH");
   for (const char *d = dirs ? dirs : "/usr/bin:/bin"; *d;) {
     size_t dl = strcspn(d, ":");
-    if (dl + len + 2 <= sizeof path) {
-      snprintf(path, sizeof path, "%.*s/%.*s", (int)dl, d, (int)len, word);
+    if (dl + len + 3 <= sizeof path) { /* an empty entry is the current folder, as for execvp */
+      snprintf(path, sizeof path, "%.*s/%.*s", dl ? (int)dl : 1, dl ? d : ".", (int)len, word);
       if (stat(path, st) == 0 && S_ISREG(st->st_mode) && access(path, X_OK) == 0) return 0;
     }
     d += dl + (d[dl] == ':');
