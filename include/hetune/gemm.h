@@ -25,11 +25,12 @@ typedef struct ht_gemm_cpu {
   int vec_bytes;      /* SIMD register width: 16 (SSE, NEON), 32 (AVX2), 64 (AVX-512) */
   int registers;      /* SIMD registers: 16 on x86-64 before AVX-512, 32 with it */
   int64_t l1, l2, l3; /* data cache bytes: L1d and L2 per core, L3 shared (0: none, L2 is the last) */
-  int cores;          /* hardware threads the kernel may use */
+  int cores;          /* threads the kernel may use */
 } ht_gemm_cpu;
 
 /* This machine: the widest vectors the CPU and OS support, the caches sysconf reports (32 KiB,
- * 512 KiB and 8 MiB where it reports none) and the online hardware threads. */
+ * 512 KiB and 8 MiB where it reports none) and the CPUs this process may use (its affinity mask,
+ * bounded by its control group's CPU quota). */
 void ht_gemm_cpu_probe(ht_gemm_cpu *c);
 
 typedef struct ht_gemm_problem {

@@ -32,8 +32,8 @@ typedef struct ht_runner_options {
                            * phase past its timeout ends the process with exit status 124, since
                            * a kernel running in it cannot be stopped; after a C kernel that left
                            * threads running, the next evaluation is an error) */
-  int compile_jobs;       /* ht_runner_precompile: compilers at once (default 0: one per hardware
-                           * thread of the device's host) */
+  int compile_jobs;       /* ht_runner_precompile: compilers at once (default 0: one per CPU this
+                           * process may use: its affinity mask, bounded by its CPU quota) */
 } ht_runner_options;
 
 void ht_runner_options_default(ht_runner_options *o);
@@ -65,8 +65,9 @@ ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out)
  * the kernels of the earlier one that were not evaluated. */
 #define HT_MAX_PRECOMPILE 4096
 ht_status ht_runner_precompile(ht_runner *r, const ht_config *cfgs, int n);
-/* The compilers ht_runner_precompile runs at once: opt->compile_jobs, else one per hardware thread
- * of this machine. */
+/* The compilers ht_runner_precompile runs at once: opt->compile_jobs, else one per CPU this process
+ * may use (the CPUs of its affinity mask, fewer when its control group's CPU quota allows fewer:
+ * a container given 2 CPUs of a 64-core host runs 2 compilers, not 64). */
 int ht_runner_compile_jobs(const ht_runner *r);
 
 /* Ends the worker process (if any) so that the next evaluation runs in a new one: a measurement

@@ -139,7 +139,7 @@ typedef struct ht_tune_options {
    * that device is where it ran. The space is built with the runner's device all the same. */
   const ht_device_info *store_device;
   /* Configs asked and submitted together. 0 (the default): two per compile job (the runner's
-   * compile_jobs, else one per hardware thread) when the strategy's choices do not depend on the
+   * compile_jobs, else one per CPU this process may use) when the strategy's choices do not depend on the
    * batch (ht_tuner_batch_free), so a batch's C kernels compile at once; else 1. The local executor
    * evaluates them one after another. A batch never takes more than budget_evals leaves; once budget_seconds is reached, or
    * a stop is requested, the configs of a batch not measured yet are left out (the one in hand

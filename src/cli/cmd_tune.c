@@ -26,7 +26,7 @@ static const char *help =
   "                    batch's kernels are first compiled in parallel (--compile-jobs at once).\n"
   "                    Default: two per compile job for brute_force, random and auto on small\n"
   "                    spaces (their choices do not depend on it), else 1\n"
-  "  --compile-jobs N  compilers at once for a batch (default: one per hardware thread)\n"
+  "  --compile-jobs N  compilers at once for a batch (default: one per CPU this process may use)\n"
   "  --size K=V        override a problem size (repeatable)\n"
   "  --db FILE         database (default hetune.db or $HETUNE_DB)\n"
   "  --timeout S       a kernel run longer than S seconds is a hang (default 10)\n"

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/cpus.h"
 #include "gemm/gemm_internal.h"
 
 /* The kernel: packing, cache blocking, an MR x NR register tile in GCC vector extensions. */
@@ -401,8 +402,7 @@ void ht_gemm_cpu_probe(ht_gemm_cpu *c) {
   c->l1 = cache_size(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
   c->l2 = cache_size(_SC_LEVEL2_CACHE_SIZE, 512 * 1024);
   c->l3 = cache_size(_SC_LEVEL3_CACHE_SIZE, 8 * 1024 * 1024);
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  c->cores = n > 0 ? (int)n : 1;
+  c->cores = ht_cpus_usable(); /* a container's share of a large host, not the host's cores */
 }
 
 ht_status gemm_cpu_of(const ht_gemm_problem *p, ht_gemm_cpu *c) {

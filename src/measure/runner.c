@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cpus.h"
 #include "core/process.h"
 #include "device/backend.h"
 #include "measure/evaluator.h"
@@ -76,12 +77,12 @@ void ht_runner_options_default(ht_runner_options *o) {
 
 const ht_device_info *ht_runner_device(const ht_runner *r) { return &r->info; }
 
-/* opt->compile_jobs, else one per hardware thread of this machine (not the device's: a GPU's
- * threads compile nothing). */
+/* opt->compile_jobs, else one per CPU this process may use (not the device's threads: a GPU's
+ * compile nothing). */
 static int compile_jobs(const ht_runner_options *o) {
   if (o->compile_jobs > 0) return o->compile_jobs;
-  const long threads = sysconf(_SC_NPROCESSORS_ONLN);
-  return threads > 0 && threads < 2048 ? (int)threads : 1;
+  const int cpus = ht_cpus_usable();
+  return cpus < 2048 ? cpus : 2048;
 }
 
 int ht_runner_compile_jobs(const ht_runner *r) { return compile_jobs(&r->opt); }

@@ -9,6 +9,7 @@
  * Posterior: L, the lower Cholesky factor of K + sn2 I, gains one row per appended point
  * (dtrsv); V = L^-1 k(points, pool) gains one row per point too (one dgemv over the pool), so
  * the pool's predictive variances sf2 - |V_j|^2 stay current at O(n m) per point. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <lapacke.h>
