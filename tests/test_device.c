@@ -1,4 +1,5 @@
 /* Device backends: c (cc + dlopen + libffi), opencl (PoCL here), cuda host side (NVRTC). */
+#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -6,6 +7,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/cpus.h"
 #include "device/backend.h" /* the backends' tables */
 #include "device/cuda_nvrtc.h"
 #include "hetune/device.h"
@@ -185,6 +188,30 @@ static void test_c_probe_kept_across_processes(void **state) {
   unlink(runs);
   unlink(path);
   rmdir(dir);
+}
+
+/* On a process pinned to one CPU the c device has one thread and one core, though the probe was
+ * remembered before the pinning (a worker inherits its parent's). */
+static void test_c_probe_follows_affinity(void **state) {
+  (void)state;
+  ht_device_info info;
+  int n = 0;
+  assert_int_equal(ht_backend_find("c")->probe(&info, 1, &n), HT_OK);
+  assert_int_equal(info.max_threads, ht_cpus_usable());
+  assert_true(info.compute_units >= 1 && info.compute_units <= info.max_threads);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+    int ok = sched_setaffinity(0, sizeof one, &one) == 0 && ht_backend_find("c")->probe(&info, 1, &n) == HT_OK &&
+             info.max_threads == 1 && info.compute_units == 1;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* A compiler found through an empty $PATH entry (the current folder) is remembered too. */
@@ -554,7 +581,8 @@ static void test_cuda_probe(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler), cmocka_unit_test(test_c_probe_kept_across_processes),
-      cmocka_unit_test(test_c_probe_path_current_folder),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
+      cmocka_unit_test(test_c_probe_path_current_folder),
+      cmocka_unit_test(test_c_probe_follows_affinity),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_c_openmp),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
       cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),

@@ -24,7 +24,7 @@ typedef struct ht_device_info {
   char runtime_version[64];    /* OpenCL version / CUDA runtime (NVRTC) version */
   char compiler_version[128];  /* first line of `cc --version`, "PoCL x.y", "NVRTC 13.0" */
   int compute_units;           /* cores / compute units / SMs */
-  int max_threads;             /* hardware threads (c), CUs*max wg (others) */
+  int max_threads;             /* CPUs this process may use (c), CUs*max wg (others) */
   int warp_size;               /* 1 on CPUs, 32 on NVIDIA */
   int clock_mhz;
   uint64_t global_mem_bytes;

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/cpus.h"
 #include "device/backend.h"
 #include "hetune/stop.h"
 
@@ -182,8 +183,8 @@ static void probe_device(ht_device_info *d, const uint64_t *files) {
     ht_copy_field(d->runtime_version, sizeof d->runtime_version, tmp);
   }
   compiler_version(files, d->compiler_version, sizeof d->compiler_version);
-  long threads = sysconf(_SC_NPROCESSORS_ONLN);
-  d->max_threads = threads > 0 ? (int)threads : 1;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  d->max_threads = online > 0 ? (int)online : 1; /* the host's: c_probe bounds it for this process */
   d->compute_units = count_cores(d->max_threads);
   d->warp_size = 1;
   char mhz[64];
@@ -241,6 +242,14 @@ static int compiler_files(uint64_t *sig) {
 /* A process opens the c device many times (each tuning, each computation, a test suite), and a
  * probe reads /proc/cpuinfo four times and asks the compiler its version: its result is kept while
  * the compiler command and the files it names stay the same. */
+/* Threads and cores bounded by the CPUs this process may use now: pinned or in a container, fewer
+ * than the host has (and a worker inherits its parent's remembered probe). */
+static void bound_to_usable_cpus(ht_device_info *d) {
+  const int cpus = ht_cpus_usable();
+  if (cpus < d->max_threads) d->max_threads = cpus;
+  if (d->compute_units > d->max_threads) d->compute_units = d->max_threads;
+}
+
 static ht_status c_probe(ht_device_info *out, int max, int *n) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   static ht_device_info memo;
@@ -262,6 +271,7 @@ static ht_status c_probe(ht_device_info *out, int max, int *n) {
     snprintf(memo_cmd, sizeof memo_cmd, "%s", compiler());
     pthread_mutex_unlock(&lock);
   }
+  bound_to_usable_cpus(out);
   *n = 1;
   return HT_OK;
 }
