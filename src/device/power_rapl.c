@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cpus.h"
 #include "device/backend.h"
 #include "device/power.h"
 
@@ -210,7 +211,7 @@ ht_status ht_power_rapl(const char *id, const char *root, const ht_device_power_
   r->root = root ? root : env && *env ? env : "/sys/class/powercap";
   spin_load load = {0};
   ht_power_clock real = {real_now, real_sleep, real_load, &load};
-  ht_device_power_options o = ht_power_defaults(opt, (int)sysconf(_SC_NPROCESSORS_ONLN));
+  ht_device_power_options o = ht_power_defaults(opt, ht_cpus_usable()); /* load only the CPUs we may use */
   memset(out, 0, sizeof *out);
   ht_status st = find_domains(r);
   if (!st) st = measure(r, &o, clk ? clk : &real, out);
