@@ -19,5 +19,7 @@ for n in 4 5; do
   run "$here/blur_${n}dev.json" --size R=20000 --size C=1000 --repeat 3 --db "$db/blur$n.db" --options eliminate=0.1,refine=0
 done
 unset HETUNE_SIM
+# The C variant runs its tuned best config ("best"): tune it at the size first.
+"$build/hetune" tune "$root/examples/blackscholes/blackscholes_c.json" --size N=4000000 --budget 20 --db "$db/bs.db" -q
 run "$root/examples/coexec/computations/blackscholes_c_pocl.json" --size N=4000000 --db "$db/bs.db"
 HETUNE_SIM="$root/data/sim/pcie_gpu.json" run "$root/examples/coexec/computations/options_split.json" --size N=4000000 --db "$db/opt.db"

@@ -18,12 +18,12 @@ def test_replay_a_recorded_file(source_dir):
 
 
 def test_replay_a_store(vadd, store):
-    vadd.add_constraint("NTHREADS <= 2 && CHUNK == 0")
+    vadd.add_constraint("NTHREADS == 1 && CHUNK == 0")  # 4 configs (UNROLL), valid on any machine
     tuned = vadd.tune(store, strategy="brute_force", budget="all", sizes={"N": 30000})
     with hetune.Recorded.from_store(store, vadd, tuned.device) as rec:
-        assert len(rec) == 8
+        assert len(rec) == 4
         r = rec.replay("brute_force")
-        assert len(r.steps) == 8 and r.best_time_s == tuned.best.time_s and r.best == tuned.best.config
+        assert len(r.steps) == 4 and r.best_time_s == tuned.best.time_s and r.best == tuned.best.config
 
 
 def test_a_bad_recording_is_an_error(tmp_path):
