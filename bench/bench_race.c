@@ -112,15 +112,30 @@ static int bench_size(const pair *p, ht_computation *c, int64_t n, int rounds, c
   return 0;
 }
 
+/* The pairs' C configs run two threads; one where this process may use one CPU (pinned, a
+ * container's quota, a one-core machine), whose c device allows no more. */
+static const char *fit_threads(const char *device, const char *config, char *buf, size_t len) {
+  ht_device *dev;
+  if (strcmp(device, "c") || strncmp(config, "NTHREADS=2,", 11) || ht_device_open("c", &dev)) return config;
+  int one = ht_device_info_get(dev)->max_threads < 2;
+  ht_device_close(dev);
+  if (!one) return config;
+  snprintf(buf, len, "NTHREADS=1%s", config + 10);
+  return buf;
+}
+
 static int bench_pair(const pair *p, ht_spec **specs, int rounds) {
   ht_computation *c;
+  char config[128];
   double power[2] = {power_of(p->device[0]), power_of(p->device[1])};
   for (int v = 0; v < 2; v++)
     if (ht_spec_load(p->spec[v], &specs[v])) return fail(p->spec[v]);
   if (ht_computation_create("bench_race", NULL, &c)) return fail("computation");
   int rc = 0;
   for (int v = 0; v < 2 && !rc; v++)
-    if (ht_computation_add_variant(c, specs[v], p->device[v], p->config[v], NULL)) rc = fail(p->name);
+    if (ht_computation_add_variant(c, specs[v], p->device[v], fit_threads(p->device[v], p->config[v], config, sizeof config),
+                                   NULL))
+      rc = fail(p->name);
   if (!rc && ht_computation_finish(c)) rc = fail(p->name);
   for (int i = 0; i < 2 && !rc && p->sizes[i]; i++) rc = bench_size(p, c, p->sizes[i], rounds, power);
   ht_computation_destroy(c);

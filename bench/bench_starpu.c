@@ -479,12 +479,12 @@ static void usage(FILE *f) {
              "                    [--nopencl N] [--keep-inputs] [--cl-config C] [--variant CONFIG@DEVICE]...\n"
              "  --sizes LO:HI   N = 2^LO .. 2^HI elements (default 10:24)\n"
              "  --blocks B      StarPU tasks per call, on equal parts of the vectors (default 1)\n"
-             "  --ncpu N        StarPU CPU workers (default: online CPUs minus one per OpenCL worker)\n"
+             "  --ncpu N        StarPU CPU workers (default: usable CPUs minus one per OpenCL worker)\n"
              "  --nopencl N     StarPU OpenCL workers (default 1: PoCL's CPU device)\n"
              "  --keep-inputs   let StarPU keep a and b on its OpenCL device between calls\n"
              "  --cl-config C   StarPU's OpenCL kernel (default: the first opencl variant's config)\n"
              "  --variant C@D   a hetune variant: examples/vadd's spec for device D with config C;\n"
-             "                  repeatable (default: NTHREADS=1 and NTHREADS=<online CPUs> on c,\n"
+             "                  repeatable (default: NTHREADS=1 and NTHREADS=<usable CPUs> on c,\n"
              "                  WG=64,WPT=4 on opencl)\n");
 }
 
@@ -544,10 +544,19 @@ static int parse_option(opts *o, const char *a, char *v) {
   return usage(stderr), fail(a, "unknown option");
 }
 
+/* The CPUs this process may use (its affinity and CPU quota), as the c device counts them: more
+ * threads than that, pinned or in a container, would only wait for each other. */
+static long usable_cpus(void) {
+  ht_device *dev;
+  if (ht_device_open("c", &dev)) return 1;
+  long cpus = ht_device_info_get(dev)->max_threads;
+  ht_device_close(dev);
+  return cpus > 0 ? cpus : 1;
+}
+
 static int parse_args(int argc, char **argv, opts *o) {
   static char default_policies[] = "dmda,dmdas,eager";
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  cpus = cpus > 0 ? cpus : 1;
+  long cpus = usable_cpus();
   memset(o, 0, sizeof *o);
   o->lo = 10, o->hi = 24, o->blocks = 1, o->nopencl = 1, o->ncpu = -1;
   if (parse_policies(default_policies, o)) return 1;
