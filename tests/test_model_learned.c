@@ -9,9 +9,11 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef HT_HAVE_XGBOOST
 #include <xgboost/c_api.h>
 #endif
@@ -406,6 +408,26 @@ static void test_gp_uncertainty(void **state) {
   ht_dataset_destroy(d);
 }
 
+static void *wait_on_pipe(void *arg) {
+  char c;
+  return read(*(int *)arg, &c, 1) < 0 ? NULL : arg;
+}
+
+/* hetune ends OpenBLAS's idle pool when loaded, but not while another thread runs: one loading
+ * hetune late (Python) could be inside a BLAS call, which the pool's end would leave waiting. */
+static void test_blas_pool_left_while_threads_run(void **state) {
+  (void)state;
+  int fds[2];
+  pthread_t t;
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(pthread_create(&t, NULL, wait_on_pipe, &fds[0]), 0);
+  assert_int_equal(ht_gp_end_idle_blas_pool(), 0);
+  assert_int_equal(write(fds[1], "x", 1), 1);
+  pthread_join(t, NULL);
+  close(fds[0]);
+  close(fds[1]);
+}
+
 static int present(void **state) {
   const kind_case *c = *state;
   return ht_model_kind_find(c->kind) ? 0 : -1; /* a kind not yet registered fails its group setup */
@@ -431,6 +453,7 @@ int main(void) {
       KIND_TESTS(3, "gp"),
       cmocka_unit_test(test_gp_uncertainty),
       cmocka_unit_test(test_kinds_of_this_build),
+      cmocka_unit_test(test_blas_pool_left_while_threads_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
  * the pool's predictive variances sf2 - |V_j|^2 stay current at O(n m) per point. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <cblas.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <lapacke.h>
 #include <stdlib.h>
@@ -318,18 +319,35 @@ void ht_gp_pool_predict(ht_gp *g) {
   }
 }
 
+/* Threads of this process now (entries of /proc/self/task); 0 when they cannot be counted. */
+static int threads_now(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+int ht_gp_end_idle_blas_pool(void) {
+  void *sym = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+  if (!sym) return 0;
+  /* Only this thread and the pool's: another thread could be inside a BLAS call (a program that
+   * loads hetune late, as Python does), and ending the pool under it would leave it waiting. */
+  int n = threads_now();
+  if (n < 1 || n > openblas_get_num_threads()) return 0;
+  int (*shutdown)(void);
+  memcpy(&shutdown, &sym, sizeof shutdown);
+  shutdown();
+  return 1;
+}
+
 /* OpenBLAS starts a pool of idle threads, one per core but one, when a program linked with hetune
  * loads it, and beside other libraries (libgomp, LAPACKE's) each spins on its core for about 0.1 s
  * before it sleeps: every core busy at the start of every hetune command, application and worker
  * whose measurements begin then. The pool is ended at load; OpenBLAS starts it again at the first
  * call that runs on several threads. Another BLAS library has no such call and is left alone. */
-__attribute__((constructor)) static void end_idle_blas_pool(void) {
-  void *sym = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
-  int (*shutdown)(void);
-  if (!sym) return;
-  memcpy(&shutdown, &sym, sizeof shutdown);
-  shutdown();
-}
+__attribute__((constructor)) static void end_idle_blas_pool(void) { ht_gp_end_idle_blas_pool(); }
 
 int ht_gp_blas_begin(void) {
   int threads = openblas_get_num_threads();
