@@ -235,6 +235,48 @@ static void test_huge_space_starts_at_once(void **state) {
   free(r);
 }
 
+/* ---- Ctrl-C stops a long count with the configs found so far ---- */
+
+/* 1 once process pid catches SIGINT (its handler is in place), from /proc/PID/status. */
+static int catches_sigint(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  unsigned long long mask = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "SigCgt: %llx", &mask) == 1) break;
+  if (f) fclose(f);
+  return (mask >> (SIGINT - 1)) & 1;
+}
+
+static void test_ctrl_c_stops_count(void **state) {
+  (void)state;
+  char *argv[] = {HT_CLI, "space", "count", (char *)spec_path("huge"), NULL};
+  int po[2];
+  assert_int_equal(pipe(po), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(po[1], 1);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(po[1]);
+  for (time_t deadline = time(NULL) + RUN_TIMEOUT_S; !catches_sigint(pid) && time(NULL) < deadline;) usleep(10000);
+  kill(pid, SIGINT);
+  char out[4096];
+  size_t len = 0;
+  for (ssize_t n; len < sizeof out - 1 && (n = read(po[0], out + len, sizeof out - 1 - len)) > 0;) len += (size_t)n;
+  out[len] = '\0';
+  close(po[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 130) fail_msg("after Ctrl-C: status %d (expected exit 130)", status);
+  if (!strstr(out, "at least ") || !strstr(out, "counting stopped")) fail_msg("no count so far after Ctrl-C:\n%s", out);
+}
+
 /* ---- two configs whose values share their first 300 characters are two configs ---- */
 
 static void test_long_values_do_not_collide(void **state) {
@@ -320,6 +362,7 @@ int main(void) {
     cmocka_unit_test(test_verbose_prints_whole_reason), cmocka_unit_test(test_ctrl_c_exits_130),
     cmocka_unit_test(test_noisy_best_is_flagged),   cmocka_unit_test(test_best_and_show_forms),
     cmocka_unit_test(test_option_forms),             cmocka_unit_test(test_huge_space_starts_at_once),
+    cmocka_unit_test(test_ctrl_c_stops_count),
     cmocka_unit_test(test_long_values_do_not_collide),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
