@@ -1,5 +1,6 @@
-/* The CPUs a process may use, on simulated machines: control-group files of cgroup v1 and v2 in a
- * temporary folder, with quotas in the group itself or in a parent, and files that say nothing. */
+/* The CPUs and memory a process may use, on simulated machines: control-group files of cgroup v1
+ * and v2 in a temporary folder, with limits in the group itself or in a parent, and files that say
+ * nothing. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/cpus.h"
+#include "core/memory.h"
 #include "hetune/core.h"
 
 static char root[] = "/tmp/hetune-cpus-XXXXXX";
@@ -118,12 +120,54 @@ static void test_this_process(void **state) {
   assert_true(n >= 1 && n <= CPU_COUNT(&set));
 }
 
+/* ht_memory_usable_at on a machine of `physical` bytes, as usable_on does for CPUs. */
+static uint64_t memory_on(const char *fs, uint64_t physical, const char *proc_cgroup_text) {
+  put("proc_cgroup", proc_cgroup_text);
+  char *proc = ht_strfmt("%s/proc_cgroup", root), *mount = ht_strfmt("%s/%s", root, fs);
+  uint64_t m = ht_memory_usable_at(physical, proc, mount);
+  free(proc);
+  free(mount);
+  return m;
+}
+
+enum { GIB = 1 << 30 };
+
+/* cgroup v2 memory.max in the group or a tighter parent, "max" for none; v1 memory.limit_in_bytes
+ * of the memory controller's folder, its "no limit" a number beyond any machine; limits above the
+ * machine's memory and unreadable files leave the machine's. */
+static void test_memory_limits(void **state) {
+  (void)state;
+  const uint64_t host = 512ULL * GIB;
+  put("fs/cgroup.controllers", "cpu memory\n");
+  put("fs/pod/box/memory.max", "8589934592\n");
+  assert_int_equal(memory_on("fs", host, "0::/pod/box\n"), 8ULL * GIB);
+  put("fs/pod/memory.max", "4294967296\n");
+  assert_int_equal(memory_on("fs", host, "0::/pod/box\n"), 4ULL * GIB);
+  put("fs/pod/memory.max", "max\n");
+  put("fs/pod/box/memory.max", "max\n");
+  assert_int_equal(memory_on("fs", host, "0::/pod/box\n"), host);
+  assert_int_equal(memory_on("fs", 2ULL * GIB, "0::/pod\n"), 2ULL * GIB);
+  put("hybrid/memory/job/memory.limit_in_bytes", "1073741824\n");
+  assert_int_equal(memory_on("hybrid", host, "4:memory:/job\n1:cpu:/job\n0::/\n"), 1ULL * GIB);
+  put("hybrid/memory/free/memory.limit_in_bytes", "9223372036854771712\n");
+  assert_int_equal(memory_on("hybrid", host, "4:memory:/free\n"), host);
+  put("hybrid/cpu/job/memory.limit_in_bytes", "1048576\n"); /* not the memory controller's */
+  assert_int_equal(memory_on("hybrid", host, "1:cpu:/job\n"), host);
+  put("fs/bad/memory.max", "lots\n");
+  assert_int_equal(memory_on("fs", host, "0::/bad\n"), host);
+  put("fs/neg/memory.max", "-5\n");
+  assert_int_equal(memory_on("fs", host, "0::/neg\n"), host);
+  assert_int_equal(memory_on("fs", host, ""), host);
+  assert_true(ht_memory_usable() > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_v2_quota),
       cmocka_unit_test(test_v1_quota),
       cmocka_unit_test(test_no_quota),
       cmocka_unit_test(test_this_process),
+      cmocka_unit_test(test_memory_limits),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/cpus.h"
+#include "core/memory.h"
 #include "device/backend.h"
 #include "hetune/stop.h"
 
@@ -190,9 +191,7 @@ static void probe_device(ht_device_info *d, const uint64_t *files) {
   char mhz[64];
   cpuinfo_field("cpu MHz", mhz, sizeof mhz);
   d->clock_mhz = atoi(mhz);
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  d->global_mem_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-  d->max_alloc_bytes = d->global_mem_bytes;
+  d->global_mem_bytes = d->max_alloc_bytes = ht_memory_usable_at(0, NULL, NULL); /* the machine's */
   long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   d->local_mem_bytes = l1 > 0 ? (uint64_t)l1 : 0;
   d->max_work_group_size = 1;
@@ -242,12 +241,15 @@ static int compiler_files(uint64_t *sig) {
 /* A process opens the c device many times (each tuning, each computation, a test suite), and a
  * probe reads /proc/cpuinfo four times and asks the compiler its version: its result is kept while
  * the compiler command and the files it names stay the same. */
-/* Threads and cores bounded by the CPUs this process may use now: pinned or in a container, fewer
- * than the host has (and a worker inherits its parent's remembered probe). */
-static void bound_to_usable_cpus(ht_device_info *d) {
+/* Threads, cores and memory bounded by what this process may use now: pinned or in a container,
+ * less than the host has (and a worker inherits its parent's remembered probe). The fingerprint
+ * keeps the host's: the same machine is the same device in any container. */
+static void bound_to_usable(ht_device_info *d) {
   const int cpus = ht_cpus_usable();
   if (cpus < d->max_threads) d->max_threads = cpus;
   if (d->compute_units > d->max_threads) d->compute_units = d->max_threads;
+  const uint64_t memory = ht_memory_usable();
+  if (memory && memory < d->global_mem_bytes) d->global_mem_bytes = d->max_alloc_bytes = memory;
 }
 
 static ht_status c_probe(ht_device_info *out, int max, int *n) {
@@ -271,7 +273,7 @@ static ht_status c_probe(ht_device_info *out, int max, int *n) {
     snprintf(memo_cmd, sizeof memo_cmd, "%s", compiler());
     pthread_mutex_unlock(&lock);
   }
-  bound_to_usable_cpus(out);
+  bound_to_usable(out);
   *n = 1;
   return HT_OK;
 }
