@@ -34,15 +34,23 @@ static void put(const char *rel, const char *text) {
   free(path);
 }
 
-/* ht_cpus_usable_at with /proc/self/cgroup saying proc_cgroup_text, cgroups mounted on root/fs
- * (a v2 mount: root/fs/cgroup.controllers, written by the v2 test) or on root/hybrid. */
-static int usable_on(const char *fs, int affinity, const char *proc_cgroup_text) {
+/* A simulated machine's sources: /proc/self/cgroup saying proc_cgroup_text (paths[0]), cgroups
+ * mounted on root/fs (paths[1]; a v2 mount: root/fs/cgroup.controllers, written by the v2 test)
+ * or on root/hybrid. The paths live until the next call. */
+static const char *const *machine(const char *fs, const char *proc_cgroup_text) {
+  static char *paths[2];
   put("proc_cgroup", proc_cgroup_text);
-  char *proc = ht_strfmt("%s/proc_cgroup", root), *mount = ht_strfmt("%s/%s", root, fs);
-  int n = ht_cpus_usable_at(affinity, proc, mount);
-  free(proc);
-  free(mount);
-  return n;
+  free(paths[0]);
+  free(paths[1]);
+  paths[0] = ht_strfmt("%s/proc_cgroup", root);
+  paths[1] = ht_strfmt("%s/%s", root, fs);
+  return (const char *const *)paths;
+}
+
+/* ht_cpus_usable_at on that machine. */
+static int usable_on(const char *fs, int affinity, const char *proc_cgroup_text) {
+  const char *const *m = machine(fs, proc_cgroup_text);
+  return ht_cpus_usable_at(affinity, m[0], m[1]);
 }
 
 static int usable(int affinity, const char *proc_cgroup_text) { return usable_on("fs", affinity, proc_cgroup_text); }
@@ -120,14 +128,10 @@ static void test_this_process(void **state) {
   assert_true(n >= 1 && n <= CPU_COUNT(&set));
 }
 
-/* ht_memory_usable_at on a machine of `physical` bytes, as usable_on does for CPUs. */
+/* ht_memory_usable_at on that machine, with `physical` bytes. */
 static uint64_t memory_on(const char *fs, uint64_t physical, const char *proc_cgroup_text) {
-  put("proc_cgroup", proc_cgroup_text);
-  char *proc = ht_strfmt("%s/proc_cgroup", root), *mount = ht_strfmt("%s/%s", root, fs);
-  uint64_t m = ht_memory_usable_at(physical, proc, mount);
-  free(proc);
-  free(mount);
-  return m;
+  const char *const *m = machine(fs, proc_cgroup_text);
+  return ht_memory_usable_at(physical, m[0], m[1]);
 }
 
 enum { GIB = 1 << 30 };
