@@ -33,7 +33,8 @@ typedef struct ht_runner_options {
                            * a kernel running in it cannot be stopped; after a C kernel that left
                            * threads running, the next evaluation is an error) */
   int compile_jobs;       /* ht_runner_precompile: compilers at once (default 0: one per CPU this
-                           * process may use: its affinity mask, bounded by its CPU quota) */
+                           * process may use when the runner is created: its affinity mask,
+                           * bounded by its CPU quota) */
 } ht_runner_options;
 
 void ht_runner_options_default(ht_runner_options *o);

@@ -521,6 +521,7 @@ ht_status ht_runner_start(const ht_spec *spec, const char *device_id, const ht_r
   if (r->opt.min_runs < 2) r->opt.min_runs = 2;
   if (r->opt.max_runs > HT_MAX_SAMPLES) r->opt.max_runs = HT_MAX_SAMPLES;
   if (r->opt.max_runs < r->opt.min_runs) r->opt.max_runs = r->opt.min_runs;
+  r->opt.compile_jobs = compile_jobs(&r->opt); /* once: every batch asked the control group's files again */
   if (r->opt.isolate) {
     signal(SIGPIPE, SIG_IGN); /* a dead worker must give EPIPE, not kill the tuner */
     st = start_worker(r);
