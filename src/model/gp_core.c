@@ -11,12 +11,12 @@
  * the pool's predictive variances sf2 - |V_j|^2 stay current at O(n m) per point. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <cblas.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <lapacke.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "measure/evaluator.h"
 #include "model/surrogate.h"
 
 #define LS_LO (-3.9) /* log length-scale bounds: 0.02 .. 20 on inputs in [0, 1] */
@@ -319,13 +319,11 @@ void ht_gp_pool_predict(ht_gp *g) {
   }
 }
 
-/* Threads of this process now (entries of /proc/self/task); 0 when they cannot be counted. */
+/* Threads of this process now; 0 when they cannot be counted. */
 static int threads_now(void) {
-  DIR *d = opendir("/proc/self/task");
-  if (!d) return 0;
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
-  closedir(d);
+  ht_threads t = {0};
+  int n = ht_threads_list(&t) ? 0 : t.n;
+  ht_threads_free(&t);
   return n;
 }
 
