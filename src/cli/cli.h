@@ -2,6 +2,7 @@
 #ifndef HT_CLI_H
 #define HT_CLI_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "cli/plot.h"
@@ -35,6 +36,11 @@ const char *cli_opt(const cli_args *a, const char *name);    /* last value or NU
 int cli_has(const cli_args *a, const char *name);
 int cli_wants_help(int argc, char **argv);
 int cli_fail(const char *what);                            /* prints "hetune: what: last error", returns 1 */
+/* Once cli_catch_stop_signals has run, SIGINT (Ctrl-C), SIGTERM (kill, a batch system's time
+ * limit) and SIGHUP (a closed terminal) set cli_stop_signal to their number: the command stops
+ * after the work in hand and exits 128 + that number; a second signal leaves at once. */
+extern volatile sig_atomic_t cli_stop_signal;
+void cli_catch_stop_signals(void);
 /* cli_fail for a device that could not be opened: CLI_USAGE when the device is unknown or cannot
  * run here (HT_ERR_NOTFOUND, HT_ERR_UNSUPPORTED), like an unknown strategy; CLI_ERROR otherwise. */
 int cli_fail_device(const char *what, ht_status st);

@@ -1,7 +1,6 @@
 /* hetune space count|sample|list SPEC: inspect a search space (hetune spec or T1 file). */
 #include <jansson.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,19 +104,10 @@ typedef struct count_progress {
   int tty;
 } count_progress;
 
-/* Ctrl-C, a closed terminal or a kill stop the count with the configs found so far; a second
- * signal leaves at once. */
-static volatile sig_atomic_t count_stopped;
-
-static void on_count_signal(int sig) {
-  if (count_stopped) _exit(128 + sig);
-  count_stopped = sig;
-}
-
 static int show_count_progress(double done, uint64_t valid, void *ctx) {
   count_progress *c = ctx;
   double now = ht_now();
-  if (count_stopped || (c->limit_s > 0 && now - c->t0 >= c->limit_s)) return 1;
+  if (cli_stop_signal || (c->limit_s > 0 && now - c->t0 >= c->limit_s)) return 1;
   if (now - c->last < (c->tty ? 1.0 : 10.0)) return 0;
   c->last = now;
   fprintf(stderr, "%scounting: %.3g%% walked, %llu valid so far, %.0f s%s", c->tty ? "\r\033[K" : "", 100 * done,
@@ -138,15 +128,13 @@ static int count_space(const cli_args *a, ht_space *space) {
   }
   count_progress c = {ht_now(), ht_now(), 0, isatty(2)};
   if (cli_opt(a, "time") && cli_number("space", "--time", cli_opt(a, "time"), 0, &c.limit_s)) return CLI_USAGE;
-  signal(SIGINT, on_count_signal);
-  signal(SIGTERM, on_count_signal);
-  signal(SIGHUP, on_count_signal);
+  cli_catch_stop_signals(); /* they stop the count with the configs found so far */
   ht_status st = ht_space_count_progress(space, show_count_progress, &c, &count);
   if (c.tty && c.last > c.t0) fputs("\r\033[K", stderr);
   if (st == HT_ERR_TIMEOUT) {
     printf("at least %llu valid of %llu configs (counting stopped after %.0f s)\n", (unsigned long long)count, cart,
            ht_now() - c.t0);
-    return count_stopped ? 128 + count_stopped : CLI_OK;
+    return cli_stop_signal ? 128 + cli_stop_signal : CLI_OK;
   }
   if (st) return cli_fail("space count");
   printf("%llu valid of %llu configs\n", (unsigned long long)count, cart);

@@ -57,16 +57,6 @@ static const char *help =
 
 enum { DEFAULT_BUDGET = 100 };
 
-static volatile sig_atomic_t stop_requested;
-
-/* SIGINT (Ctrl-C), SIGTERM (kill, a batch system's time limit) and SIGHUP (a closed terminal) stop
- * the run after the config in hand, so the session is stored as interrupted; a second signal
- * leaves at once (stored evaluations are safe either way). */
-static void on_stop_signal(int sig) {
-  if (stop_requested) _exit(128 + sig);
-  stop_requested = sig;
-}
-
 typedef struct progress_ctx {
   int tty, quiet, verbose;
   const ht_spec *spec;
@@ -180,7 +170,7 @@ static int parse_tune_options(const cli_args *a, ht_tune_options *o) {
     o->confirm_runs = (int)n;
   if (!rc && (o->confirm > 64 || o->confirm_runs > 64))
     rc = cli_usage_error("tune", "--confirm and --confirm-runs: at most 64 each");
-  o->stop = &stop_requested;
+  o->stop = &cli_stop_signal;
   return rc;
 }
 
@@ -226,7 +216,7 @@ static void print_summary(const ht_spec *spec, const ht_tune_summary *s, const p
 /* 0: a config succeeded; 1: none did, or an error; 2: an unknown or unavailable device; 130: stopped
  * by Ctrl-C (what was measured is stored). */
 static int tune_exit_code(ht_status st, const ht_tune_summary *sum, const progress_ctx *pc, const char *spec_path) {
-  if (stop_requested) return 128 + stop_requested; /* 130 after Ctrl-C */
+  if (cli_stop_signal) return 128 + cli_stop_signal; /* 130 after Ctrl-C */
   if (st) return cli_fail_device(spec_path, st);
   if (sum->found) return CLI_OK;
   if (pc->first_failure[0])
@@ -271,9 +261,7 @@ int cmd_tune(int argc, char **argv) {
   progress_ctx pc = {.tty = isatty(2), .quiet = cli_has(&a, "quiet"), .verbose = cli_has(&a, "verbose"), .spec = spec};
   to.progress = show_progress;
   to.progress_ctx = &pc;
-  signal(SIGINT, on_stop_signal);
-  signal(SIGTERM, on_stop_signal);
-  signal(SIGHUP, on_stop_signal);
+  cli_catch_stop_signals(); /* the run stops after the config in hand; the session is stored as interrupted */
   const char *device = cli_opt(&a, "device") ? cli_opt(&a, "device") : cli_default_device(spec);
   ht_tune_summary *sum = malloc(sizeof *sum);
   ht_status st = sum ? ht_tune(spec, device, store, &to, &ro, sum) : ht_error(HT_ERR_NOMEM, "out of memory");

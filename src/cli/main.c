@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "cli/cli.h"
@@ -146,6 +147,19 @@ int cli_wants_help(int argc, char **argv) {
 int cli_fail(const char *what) {
   fprintf(stderr, "hetune: %s%s%s\n", what ? what : "", what && *what ? ": " : "", ht_last_error());
   return CLI_ERROR;
+}
+
+volatile sig_atomic_t cli_stop_signal;
+
+static void on_stop_signal(int sig) {
+  if (cli_stop_signal) _exit(128 + sig);
+  cli_stop_signal = sig;
+}
+
+void cli_catch_stop_signals(void) {
+  signal(SIGINT, on_stop_signal);
+  signal(SIGTERM, on_stop_signal);
+  signal(SIGHUP, on_stop_signal);
 }
 
 int cli_fail_device(const char *what, ht_status st) {
