@@ -158,32 +158,41 @@ static void test_verbose_prints_whole_reason(void **state) {
 
 /* ---- Ctrl-C: exit 130, and what finished is stored ---- */
 
+/* Starts the CLI with argv, its stream fd (1 or 2) into a pipe whose read end goes to *rd, the
+ * other to /dev/null. */
+static pid_t start_cli(char **argv, int fd, int *rd) {
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(p[1], fd);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 3 - fd);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(p[1]);
+  *rd = p[0];
+  return pid;
+}
+
 static void test_ctrl_c_exits_130(void **state) {
   (void)state;
   const char *db = db_path("slow");
   char *argv[] = {HT_CLI, "tune", (char *)spec_path("slow"), "--db", (char *)db, "--strategy", "random",
                   "--max-runs", "2", "--min-runs", "2", NULL};
-  int pe[2];
-  assert_int_equal(pipe(pe), 0);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    dup2(pe[1], 2);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(pe[1]);
+  int pe;
+  pid_t pid = start_cli(argv, 2, &pe);
   /* wait for two finished evaluations (two progress lines), then interrupt */
   char buf[8192];
   size_t len = 0;
   int lines = 0;
   time_t deadline = time(NULL) + RUN_TIMEOUT_S;
   while (lines < 2 && time(NULL) < deadline) {
-    struct pollfd p = {pe[0], POLLIN, 0};
+    struct pollfd p = {pe, POLLIN, 0};
     if (poll(&p, 1, 1000) <= 0) continue;
-    ssize_t n = read(pe[0], buf + len, sizeof buf - 1 - len);
+    ssize_t n = read(pe, buf + len, sizeof buf - 1 - len);
     if (n <= 0) break;
     for (ssize_t i = 0; i < n; i++) lines += buf[len + (size_t)i] == '\n';
     len += (size_t)n;
@@ -192,7 +201,7 @@ static void test_ctrl_c_exits_130(void **state) {
   kill(pid, SIGINT);
   int status;
   waitpid(pid, &status, 0);
-  close(pe[0]);
+  close(pe);
   if (lines < 2) fail_msg("no progress before the deadline:\n%s", buf);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 130)
     fail_msg("after Ctrl-C: status %d (expected exit 130)", status);
@@ -252,25 +261,15 @@ static int catches_sigint(pid_t pid) {
 static void test_ctrl_c_stops_count(void **state) {
   (void)state;
   char *argv[] = {HT_CLI, "space", "count", (char *)spec_path("huge"), NULL};
-  int po[2];
-  assert_int_equal(pipe(po), 0);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    dup2(po[1], 1);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 2);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(po[1]);
+  int po;
+  pid_t pid = start_cli(argv, 1, &po);
   for (time_t deadline = time(NULL) + RUN_TIMEOUT_S; !catches_sigint(pid) && time(NULL) < deadline;) usleep(10000);
   kill(pid, SIGINT);
   char out[4096];
   size_t len = 0;
-  for (ssize_t n; len < sizeof out - 1 && (n = read(po[0], out + len, sizeof out - 1 - len)) > 0;) len += (size_t)n;
+  for (ssize_t n; len < sizeof out - 1 && (n = read(po, out + len, sizeof out - 1 - len)) > 0;) len += (size_t)n;
   out[len] = '\0';
-  close(po[0]);
+  close(po);
   int status;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 130) fail_msg("after Ctrl-C: status %d (expected exit 130)", status);
