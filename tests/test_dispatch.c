@@ -697,6 +697,12 @@ static void test_static_cache_used_first(void **state) {
 /* The command line: decide, bench, explain, export-cache on the two simulated devices, and usage errors. */
 static int cli(const char *args, char *out, size_t len) { return run_shell(NULL, args, out, len); }
 
+static int occurrences(const char *text, const char *what) {
+  int n = 0;
+  for (const char *s = strstr(text, what); s; s = strstr(s + 1, what)) n++;
+  return n;
+}
+
 static void test_cli(void **state) {
   (void)state;
   char *comp = ht_strfmt("{\"name\": \"cli\", \"variants\": [{\"spec\": \"%s\", \"device\": \"sim:0\", \"config\": "
@@ -709,6 +715,7 @@ static void test_cli(void **state) {
   char *args = ht_strfmt("dispatch bench %s --sizes N=100:1000000 --points 9 --repeat 2 --db %s", path, db);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
   assert_non_null(strstr(out, "selector:                          accuracy 100.0% (4 of 4)"));
+  assert_int_equal(occurrences(out, " history\n"), 4); /* each decided between measured sizes, none run before */
   free(args);
   args = ht_strfmt("dispatch decide %s --size N=1000000 --db %s", path, db);
   assert_int_equal(cli(args, out, sizeof out), 0);

@@ -17,10 +17,11 @@ static const char *dispatch_help =
   "A computation file names one operation's variants (a spec on a device with a config, or \"best\")\n"
   "and how to choose among them (docs/dispatch.md). decide prints the variant chosen for a call's\n"
   "sizes; run makes data as the spec says and runs the call N times, deciding each time and\n"
-  "learning from each time measured; bench measures every variant at every other of N sizes\n"
-  "spread from LO to HI, then decides the sizes between (never measured) and scores the choices\n"
-  "against the fastest measured there: accuracy and regret, beside always choosing the variant\n"
-  "that wins most sizes; export-cache writes the decisions as a C header for the application;\n"
+  "learning from each time measured; bench goes up N sizes spread from LO to HI, measuring every\n"
+  "variant at every other one and deciding each size between two measured ones before anything\n"
+  "runs there (exploration off), then measuring it too, and scores the choices against the\n"
+  "fastest measured there: accuracy and regret, beside always choosing the variant that wins\n"
+  "most sizes; export-cache writes the decisions as a C header for the application;\n"
   "explain shows what each variant is expected to take, from what, and what was measured.\n"
   "\n"
   "  --size K=V       a call size (repeatable; default: the specs' sizes)\n"
@@ -220,23 +221,24 @@ static void print_score(const char *what, const score *s) {
          s->n ? 100.0 * s->hits / s->n : 0, s->hits, s->n, s->n ? 100 * s->regret_sum / s->n : 0, 100 * s->regret_max);
 }
 
-static int bench_sizes(dispatch_cli *d, const sweep *sw, int repeat, int nv, double *t, int *chosen) {
+/* Sizes in order: each odd point is decided once its two even neighbours are measured and before
+ * anything runs there, then measured at once. Its history and its truth are then measured within a
+ * moment of each other: a shared machine's speed drifts in phases of seconds (other tenants, an
+ * idle vCPU), and a sweep measuring every history size first could score a decision made on one
+ * phase's times against another phase's. */
+static int bench_sizes(dispatch_cli *d, const sweep *sw, int repeat, int nv, double *t, ht_decision *chosen) {
   int64_t sizes[16];
   memcpy(sizes, d->sizes, sizeof sizes);
-  int rc = CLI_OK;
-  for (int i = 0; i < sw->n && !rc; i += 2) { /* even points: measured, the history to decide from */
-    sizes[sw->dim] = sw->at[i];
-    rc = measure(d, nv, sizes, repeat, &t[i * nv]);
-  }
-  for (int i = 1; i < sw->n && !rc; i += 2) { /* odd points: decided before anything runs there */
-    sizes[sw->dim] = sw->at[i];
-    ht_decision x;
-    if (ht_computation_decide(d->c, sizes, &x)) rc = cli_fail("dispatch bench");
-    chosen[i] = x.variant;
-  }
+  sizes[sw->dim] = sw->at[0];
+  int rc = measure(d, nv, sizes, repeat, t);
   for (int i = 1; i < sw->n && !rc; i += 2) {
+    if (i + 1 < sw->n) { /* the even neighbour above: history */
+      sizes[sw->dim] = sw->at[i + 1];
+      rc = measure(d, nv, sizes, repeat, &t[(i + 1) * nv]);
+    }
     sizes[sw->dim] = sw->at[i];
-    rc = measure(d, nv, sizes, repeat, &t[i * nv]);
+    if (!rc && ht_computation_decide(d->c, sizes, &chosen[i])) rc = cli_fail("dispatch bench");
+    if (!rc) rc = measure(d, nv, sizes, repeat, &t[i * nv]);
   }
   return rc;
 }
@@ -248,7 +250,7 @@ static int fastest(const double *t, int nv) {
   return b;
 }
 
-static void bench_report(dispatch_cli *d, const sweep *sw, int nv, const double *t, const int *chosen) {
+static void bench_report(dispatch_cli *d, const sweep *sw, int nv, const double *t, const ht_decision *chosen) {
   const ht_spec *s = ht_computation_spec(d->c);
   int wins[64] = {0};
   for (int i = 1; i < sw->n; i += 2) wins[fastest(&t[i * nv], nv)]++;
@@ -257,16 +259,17 @@ static void bench_report(dispatch_cli *d, const sweep *sw, int nv, const double 
     if (wins[v] > wins[majority]) majority = v;
   printf("%12s", ht_spec_size_name(s, sw->dim));
   for (int v = 0; v < nv; v++) printf("   variant %-2d", v);
-  printf("  fastest chosen\n");
+  printf("  fastest chosen from\n");
   score sel = {0}, base = {0};
   for (int i = 0; i < sw->n; i++) {
     const double *ti = &t[i * nv];
     int best = fastest(ti, nv);
     printf("%12lld", (long long)sw->at[i]);
     for (int v = 0; v < nv; v++) printf("  "), cli_print_seconds(ti[v]);
-    if (i % 2) printf("  %7d %6d%s\n", best, chosen[i], chosen[i] == best ? "" : " *");
+    int c = chosen[i].variant;
+    if (i % 2) printf("  %7d %6d %s%s\n", best, c, ht_decision_source_name(chosen[i].source), c == best ? "" : " *");
     else printf("  %7d   (measured)\n", best);
-    if (i % 2) add_score(&sel, ti[chosen[i]], ti[best]), add_score(&base, ti[majority], ti[best]);
+    if (i % 2) add_score(&sel, ti[c], ti[best]), add_score(&base, ti[majority], ti[best]);
   }
   for (int v = 0; v < nv; v++) printf("variant %d: %s\n", v, ht_computation_variant_label(d->c, v));
   printf("sizes never measured before deciding: %d\n", sel.n);
@@ -304,8 +307,10 @@ static int do_bench(dispatch_cli *d) {
   int nv = ht_computation_variant_count(d->c);
   if (!rc && nv > 64) rc = cli_usage_error("dispatch bench", "more than 64 variants");
   double *t = rc ? NULL : calloc((size_t)(sw.n * nv), sizeof *t);
-  int *chosen = rc ? NULL : calloc((size_t)sw.n, sizeof *chosen);
+  ht_decision *chosen = rc ? NULL : calloc((size_t)sw.n, sizeof *chosen);
   if (!rc && (!t || !chosen)) rc = cli_fail("dispatch bench");
+  /* The score is the selector's: its exploration would run a close runner-up on purpose. */
+  if (!rc && ht_computation_set_options(d->c, "explore=0")) rc = cli_fail("dispatch bench");
   int64_t first[16];
   memcpy(first, d->sizes, sizeof first);
   if (!rc) first[sw.dim] = sw.at[0];
