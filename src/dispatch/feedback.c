@@ -10,7 +10,9 @@
 #include "dispatch/dispatch_internal.h"
 #include "hetune/model.h"
 
-enum { LOG_BATCH = 256, DRIFT_CALLS = 5, DRIFT_OUTSIDE = 3 };
+/* DRIFT_BASE: the samples a size needs before its median is a time to compare calls with: the
+ * second call at a new size, set against the first alone, took one noisy call for the speed. */
+enum { LOG_BATCH = 256, DRIFT_CALLS = 5, DRIFT_OUTSIDE = 3, DRIFT_BASE = 3 };
 
 /* ---- drift and bias ---- */
 
@@ -229,7 +231,8 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   log_call(c, vi, sizes, d, config, t, 0);
   htd_point *before = htd_history_find(&v->hist, key);
   int was_measured = before && !before->from_store && !before->censored;
-  double expected = was_measured ? before->median : d && d->variant == vi ? d->pred_total_s : NAN;
+  double expected = was_measured ? (before->n >= DRIFT_BASE ? before->median : NAN)
+                                  : d && d->variant == vi ? d->pred_total_s : NAN;
   htd_point *p = before;
   if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */
   else p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
