@@ -828,7 +828,8 @@ int main(void) {
       cmocka_unit_test(test_file_errors),        cmocka_unit_test(test_example_files_load),
       cmocka_unit_test(test_log_across_programs),
       cmocka_unit_test(test_sampled_feedback), cmocka_unit_test(test_repeated_calls),
-      cmocka_unit_test(test_passing_stall_drifts_back), cmocka_unit_test(test_new_sizes_do_not_drift), cmocka_unit_test(test_static_cache_header),
+      cmocka_unit_test(test_passing_stall_drifts_back), cmocka_unit_test(test_new_sizes_do_not_drift),
+      cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
       cmocka_unit_test(test_model_best_config), cmocka_unit_test(test_model_bands_close),  cmocka_unit_test(test_cli),
   };
