@@ -526,6 +526,31 @@ static void test_passing_stall_drifts_back(void **state) {
   ht_spec_destroy(s);
 }
 
+/* A device's change of speed is every kernel's on it: the other variant of the same device is
+ * rescaled with the one that ran, the variant of another device is not. Before, the choice moved
+ * to the other variant of the slowed device, as slow but not yet run. */
+static void test_drift_moves_the_whole_device(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c;
+  assert_int_equal(ht_computation_create("device", NULL, &c), HT_OK);
+  if (ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL) ||
+      ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=1", NULL) ||
+      ht_computation_add_variant(c, s, "sim:1", "THREADS_ALL=0", NULL) || ht_computation_set_options(c, "explore=0") ||
+      ht_computation_finish(c))
+    fail_msg("%s", ht_last_error());
+  int64_t n = 1000;
+  for (int k = 0; k < 16; k++) feed(c, 0, n, 1.0e-3), feed(c, 1, n, 1.1e-3), feed(c, 2, n, 1.5e-3);
+  for (int k = 0; k < 5; k++) feed(c, 0, n, 2.0e-3); /* sim:0 now runs at half speed */
+  if (fabs(c->v[0].drift_f - 2) > 0.01 || fabs(c->v[1].drift_f - 2) > 0.01 || c->v[2].drift_f != 1)
+    fail_msg("drift factors %g, %g (same device), %g (another)", c->v[0].drift_f, c->v[1].drift_f, c->v[2].drift_f);
+  ht_decision d;
+  assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+  assert_int_equal(d.variant, 2); /* 1.5 ms on sim:1 against 2.2 ms for sim:0's other variant now */
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
 /* A size's first calls are no speed to compare with. Calibrated size after size (as `dispatch
  * bench` does), each size's first call slow (its pages touched for the first time), the second and
  * third calls set against one or two samples looked like a device twice as fast, and the variant's
@@ -829,6 +854,7 @@ int main(void) {
       cmocka_unit_test(test_log_across_programs),
       cmocka_unit_test(test_sampled_feedback), cmocka_unit_test(test_repeated_calls),
       cmocka_unit_test(test_passing_stall_drifts_back), cmocka_unit_test(test_new_sizes_do_not_drift),
+      cmocka_unit_test(test_drift_moves_the_whole_device),
       cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
       cmocka_unit_test(test_model_best_config), cmocka_unit_test(test_model_bands_close),  cmocka_unit_test(test_cli),

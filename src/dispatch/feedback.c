@@ -54,22 +54,31 @@ static void keep_beyond(const ht_computation *c, htd_point *p, double expected, 
   htd_point_resort(p);
 }
 
+static void rescale(ht_computation *c, htd_variant *v, double f) {
+  htd_history_scale(&v->hist, f);
+  v->n_ratio = v->next_ratio = 0;
+  int was_slowed = v->drift_f > c->drift;
+  v->drift_f *= f;
+  c->n_drifted += (v->drift_f > c->drift) - was_slowed;
+}
+
 /* The variant's speed changed by f against what expected said: its whole history is rescaled,
- * but for the samples of now that already show the new speed (at most keep of them). */
+ * but for the samples of now that already show the new speed (at most keep of them), and so are
+ * the histories of the other variants on its device. A device that slows down (a busier machine,
+ * a throttled clock) slows every kernel on it; rescaling only the variant that happened to run
+ * moved the choice to another variant of the same device, just as slowed but not yet run. */
 static void on_drift(ht_computation *c, htd_variant *v, htd_point *now, double f, int keep, double expected) {
   double saved[HTD_WINDOW_MAX];
   int n_saved = now ? now->n : 0;
   if (now) memcpy(saved, now->samples, sizeof saved[0] * (size_t)n_saved);
-  htd_history_scale(&v->hist, f);
+  rescale(c, v, f);
   if (now) {
     memcpy(now->samples, saved, sizeof saved[0] * (size_t)n_saved);
     keep_beyond(c, now, expected, f, keep);
   }
-  v->n_ratio = v->next_ratio = 0;
   v->correction = 1;
-  int was_slowed = v->drift_f > c->drift;
-  v->drift_f *= f;
-  c->n_drifted += (v->drift_f > c->drift) - was_slowed;
+  for (int i = 0; i < c->n_variants; i++)
+    if (&c->v[i] != v && c->v[i].ex == v->ex) rescale(c, &c->v[i], f);
   htd_cache_clear(&c->cache);
   ht_log(2, "%s: %s changed speed by %.2fx: history rescaled, decisions dropped", c->name, v->label, f);
 }
