@@ -190,6 +190,12 @@ struct ht_computation {
   void (*race_free)(void *race);
 };
 
+/* The calls a variant needs at a size before its median there is trusted: as the time a decision
+ * compares, and as the yardstick drift compares calls with. A first call often pays once for what
+ * later calls do not (threads started, pages touched); taken alone for the variant's time, it kept
+ * a variant that would have won from ever running again. */
+enum { HTD_TRUSTED_CALLS = 3 };
+
 /* A variant whose history drift slowed is run again where it would win or come within the regret
  * cap at its speed before the drift, after HTD_REPROBE calls, then twice as many each time it is
  * still slow (up to HTD_REPROBE_MAX): a stall taken for a change of speed does not lock it out,

@@ -10,9 +10,7 @@
 #include "dispatch/dispatch_internal.h"
 #include "hetune/model.h"
 
-/* DRIFT_BASE: the samples a size needs before its median is a time to compare calls with: the
- * second call at a new size, set against the first alone, took one noisy call for the speed. */
-enum { LOG_BATCH = 256, DRIFT_CALLS = 5, DRIFT_OUTSIDE = 3, DRIFT_BASE = 3 };
+enum { LOG_BATCH = 256, DRIFT_CALLS = 5, DRIFT_OUTSIDE = 3 };
 
 /* ---- drift and bias ---- */
 
@@ -240,7 +238,7 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   log_call(c, vi, sizes, d, config, t, 0);
   htd_point *before = htd_history_find(&v->hist, key);
   int was_measured = before && !before->from_store && !before->censored;
-  double expected = was_measured ? (before->n >= DRIFT_BASE ? before->median : NAN)
+  double expected = was_measured ? (before->n >= HTD_TRUSTED_CALLS ? before->median : NAN)
                                   : d && d->variant == vi ? d->pred_total_s : NAN;
   htd_point *p = before;
   if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */
@@ -329,7 +327,9 @@ static int from_log(const ht_dispatch_record *r, void *ctx) {
     uint64_t key = htd_bucket(c, sizes, rep);
     double t = r->kernel_s + r->h2d_s + r->d2h_s;
     if (r->censored) raise_bound(c, v, key, rep, t);
-    else htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, t, c->window, 0);
+    else /* a row of several calls counts as that many, up to the calls a time needs to be trusted */
+      for (int64_t k = 0; k < r->calls && k < HTD_TRUSTED_CALLS; k++)
+        htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, t, c->window, 0);
   }
   return 0;
 }
