@@ -45,19 +45,13 @@ void htd_estimate_variant(ht_computation *c, int vi, const int64_t *sizes, uint6
   if (b) out->lo = (k * b->lo + tr) * f, out->hi = (k * b->hi + tr) * f;
 }
 
-/* Measured at this bucket, but fewer calls than trusted (a race's bound and a tuning's median, from
- * the store, stand as they are). */
-static int too_few_calls(const htd_variant *v, uint64_t key) {
-  const htd_point *p = htd_history_find(&v->hist, key);
-  return p && !p->censored && !p->from_store && p->n < HTD_TRUSTED_CALLS;
-}
-
 int htd_choose_fastest(ht_computation *c, const int64_t *sizes, int prefer_model, htd_estimate *est) {
   int64_t rep[HTD_MAX_SIZES];
   uint64_t key = htd_bucket(c, sizes, rep);
   for (int i = 0; i < c->n_variants; i++) htd_estimate_variant(c, i, sizes, key, prefer_model, &est[i]);
   for (int i = 0; i < c->n_variants; i++)
-    if (!est[i].calibrated || too_few_calls(&c->v[i], key)) { /* run it until its time is trusted */
+    if (!est[i].calibrated || htd_point_untrusted(htd_history_find(&c->v[i].hist, key))) {
+      /* nothing known, or too few calls here: run it until its time is trusted */
       est[i].source = HT_SRC_EXPLORE;
       return i;
     }

@@ -230,6 +230,9 @@ htd_point *htd_history_add(htd_history *h, double work, uint64_t bucket, const i
 htd_point *htd_history_find(const htd_history *h, uint64_t bucket);
 /* One more measured time at an existing point. */
 void htd_point_add(htd_point *p, double seconds, int window);
+/* 1: times measured here by calls (not a tuning's median from the store, not a race's bound), fewer
+ * than HTD_TRUSTED_CALLS of them: not yet a time to decide on or to compare calls with. */
+int htd_point_untrusted(const htd_point *p);
 /* Raises every sample of p below bound to bound (a censored time: at least bound). */
 void htd_point_raise(htd_point *p, double bound);
 /* After p->samples changed other than through htd_point_add: sorts them again, and the median. */

@@ -238,7 +238,7 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   log_call(c, vi, sizes, d, config, t, 0);
   htd_point *before = htd_history_find(&v->hist, key);
   int was_measured = before && !before->from_store && !before->censored;
-  double expected = was_measured ? (before->n >= HTD_TRUSTED_CALLS ? before->median : NAN)
+  double expected = was_measured ? (htd_point_untrusted(before) ? NAN : before->median)
                                   : d && d->variant == vi ? d->pred_total_s : NAN;
   htd_point *p = before;
   if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */

@@ -72,6 +72,10 @@ void htd_point_add(htd_point *p, double seconds, int window) {
   update_median(p);
 }
 
+int htd_point_untrusted(const htd_point *p) {
+  return p && !p->from_store && !p->censored && p->n < HTD_TRUSTED_CALLS;
+}
+
 void htd_point_raise(htd_point *p, double bound) {
   for (int i = 0; i < p->n; i++)
     if (p->samples[i] < bound) p->samples[i] = bound;
