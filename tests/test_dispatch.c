@@ -574,6 +574,76 @@ static void test_slow_first_call_not_trusted(void **state) {
   ht_spec_destroy(s);
 }
 
+/* Calls of ht_computation_run at n; returns how many ran variant v, and the decision of the last. */
+static int calls_of(ht_computation *c, int64_t n, int calls, int v, ht_decision *last) {
+  ht_host_arg *args;
+  if (ht_computation_make_args(c, &n, 3, &args)) fail_msg("%s", ht_last_error());
+  int ran = 0;
+  for (int k = 0; k < calls; k++) {
+    if (ht_computation_run(c, &n, args, last, NULL)) fail_msg("%s", ht_last_error());
+    ran += last->variant == v;
+  }
+  ht_computation_free_args(c, args);
+  return ran;
+}
+
+/* The GPU is 1.38x faster at 15,000 (67 us against 93 us), but its first trusted calls came in a
+ * slow phase (1.6x its time): without re-probes it never runs again; with them, a re-probe (two
+ * calls) beats the CPU, its calls start anew, and it wins from then on (the CPU, now the loser,
+ * re-probed). */
+static void test_loser_reprobed(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  int64_t n = 15000;
+  ht_computation *ref = offload(s, NULL, NULL);
+  double gpu = run_variant(ref, 1, n), cpu = run_variant(ref, 0, n);
+  assert_true(gpu < cpu && 1.6 * gpu > cpu);
+  ht_computation_destroy(ref);
+  for (int explore = 0; explore < 2; explore++) {
+    ht_computation *c = offload(s, NULL, explore ? NULL : "explore=0");
+    ht_run_times slow = {1.6 * gpu, 0, 0, 1.6 * gpu};
+    for (int k = 0; k < HTD_TRUSTED_CALLS; k++) {
+      run_variant(c, 0, n);
+      assert_int_equal(ht_computation_record(c, 1, &n, &slow, 0), HT_OK);
+    }
+    ht_decision d;
+    int on_gpu = calls_of(c, n, HTD_REPROBE_CALLS * (HTD_REPROBE + 1) + 2 * HTD_TRUSTED_CALLS, 1, &d);
+    if (!explore) assert_int_equal(on_gpu, 0); /* locked out */
+    else assert_true(on_gpu >= HTD_REPROBE_CALLS + HTD_TRUSTED_CALLS - 1); /* the re-probe, then anew */
+    on_gpu = calls_of(c, n, 20, 1, &d);
+    if (!explore) assert_int_equal(on_gpu, 0);
+    else if (on_gpu < 19) fail_msg("the GPU ran %d of the next 20 calls (the CPU, now the loser: one re-probe)", on_gpu);
+    assert_int_equal(d.variant, explore);
+    ht_computation_destroy(c);
+  }
+  ht_spec_destroy(s);
+}
+
+/* A loser that really is slower costs two calls in a growing interval, longer the slower it is:
+ * 1.79x slower at 5,000, it was re-probed after 32, 96, 224, 480, 992 and 2,016 calls (12 calls
+ * of 3,000); 9.2x slower at 500, after 262, 786 and 1,836 calls (6): 0.3% and 1.6% of the time
+ * spent, the first re-probe a 16th of the time before it and each later one half as much. */
+static void test_loser_reprobes_bounded(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  const int64_t sizes[] = {5000, 500};
+  const int expected[] = {12, 6};
+  for (int i = 0; i < 2; i++) {
+    ht_computation *c = offload(s, NULL, NULL);
+    int64_t n = sizes[i];
+    double cpu = 0, gpu = 0;
+    for (int k = 0; k < HTD_TRUSTED_CALLS; k++) cpu = run_variant(c, 0, n), gpu = run_variant(c, 1, n);
+    ht_decision d;
+    int on_gpu = calls_of(c, n, 3000, 1, &d);
+    if (on_gpu != expected[i]) fail_msg("N=%lld: the slower GPU ran %d of 3000 calls, not %d", (long long)n, on_gpu, expected[i]);
+    double regret = on_gpu * (gpu - cpu) / (3000 * cpu);
+    if (regret > 0.02) fail_msg("N=%lld: re-probes cost %.2f%% of the time", (long long)n, 100 * regret);
+    assert_int_equal(d.variant, 0);
+    ht_computation_destroy(c);
+  }
+  ht_spec_destroy(s);
+}
+
 /* A size's first calls are no speed to compare with. Calibrated size after size (as `dispatch
  * bench` does), each size's first call slow (its pages touched for the first time), the second and
  * third calls set against one or two samples looked like a device twice as fast, and the variant's
@@ -880,6 +950,7 @@ int main(void) {
       cmocka_unit_test(test_sampled_feedback), cmocka_unit_test(test_repeated_calls),
       cmocka_unit_test(test_passing_stall_drifts_back), cmocka_unit_test(test_new_sizes_do_not_drift),
       cmocka_unit_test(test_drift_moves_the_whole_device), cmocka_unit_test(test_slow_first_call_not_trusted),
+      cmocka_unit_test(test_loser_reprobed), cmocka_unit_test(test_loser_reprobes_bounded),
       cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),
       cmocka_unit_test(test_model_best_config), cmocka_unit_test(test_model_bands_close),  cmocka_unit_test(test_cli),

@@ -51,7 +51,7 @@ ht_status htd_cache_put(htd_cache *c, uint64_t key, const ht_decision *d) {
     ht_status st = grow(c);
     if (st) return st;
   }
-  insert(c, &(htd_slot){key, *d, 0, 0}); /* a new decision: not settled */
+  insert(c, &(htd_slot){key, *d, 0, 0, 0}); /* a new decision: not settled, re-probes not searched */
   c->changes++;
   return HT_OK;
 }

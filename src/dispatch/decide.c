@@ -192,6 +192,51 @@ static void maybe_reprobe(ht_computation *c, const int64_t *rep, uint64_t key, h
   }
 }
 
+/* The variants that lost at key to decision d and may be re-probed there (dispatch_internal.h,
+ * HTD_REPROBE): returns the first call at which one is due, and sets *due to one due now (-1: none). */
+static int64_t loser_due(const ht_computation *c, uint64_t key, const ht_decision *d, int *due) {
+  int64_t first = INT64_MAX;
+  *due = -1;
+  if (c->explore <= 0 || !(d->pred_total_s > 0)) return first;
+  for (int i = 0; i < c->n_variants; i++) {
+    const htd_point *p = i == d->variant ? NULL : htd_history_find(&c->v[i].hist, key);
+    if (!p || p->from_store || p->censored || htd_point_untrusted(p)) continue;
+    if (p->reprobing > 0 && p->reprobing < HTD_REPROBE_CALLS) return *due = i, c->calls; /* one under way */
+    double slower = fmax(1, p->sorted[0] / d->pred_total_s - 1); /* at its fastest there: a median of */
+                                                                   /* slow calls alone would wait forever */
+    double every = p->reprobe_every ? p->reprobe_every : HTD_REPROBE;
+    double wait = fmin(HTD_REPROBE_CALLS * every * slower, 1e15);
+    int64_t at = p->probed_at + (int64_t)ceil(wait);
+    if (at <= c->calls && *due < 0) *due = i;
+    if (at < first) first = at;
+  }
+  return first;
+}
+
+/* A variant that lost here, due a re-probe, runs instead of the winner once; the feedback of its
+ * call compares it with the winner's time (feedback.c). hit: the cache slot d came from, whose
+ * reprobe_at spares a cache hit the search while nothing is due. */
+static void maybe_reprobe_loser(ht_computation *c, uint64_t key, htd_slot *hit, ht_decision *d) {
+  if (hit && c->calls < hit->reprobe_at) return;
+  int i;
+  int64_t next = loser_due(c, key, d, &i);
+  if (hit) hit->reprobe_at = i < 0 ? next : 0; /* 0: searched again at the next hit */
+  if (i < 0) return;
+  htd_point *p = htd_history_find(&c->v[i].hist, key);
+  if (p->reprobing <= 0 || p->reprobing >= HTD_REPROBE_CALLS) { /* a new re-probe, not the next call of one */
+    p->reprobing = HTD_REPROBE_CALLS;
+    p->reprobe_bar = d->pred_total_s;
+  }
+  p->probed_at = c->calls; /* decided but never run (decide without run): not picked at every call */
+  d->runner_up = d->variant;
+  d->runner_up_total_s = d->pred_total_s;
+  d->variant = i;
+  d->pred_total_s = p->median;
+  d->pred_kernel_s = d->pred_transfer_s = d->band_lo = d->band_hi = NAN;
+  d->close = 0;
+  d->source = HT_SRC_EXPLORE;
+}
+
 /* slot: the cache slot the decision came from, NULL when it did not come from the cache. */
 static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *out, uint64_t *key_out, int64_t *rep,
                         htd_slot **slot) {
@@ -212,6 +257,7 @@ static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *ou
   }
   if (!st && out->source != HT_SRC_EXPLORE) maybe_explore(c, out);
   if (!st && out->source != HT_SRC_EXPLORE && c->n_drifted) maybe_reprobe(c, rep, key, out);
+  if (!st && out->source != HT_SRC_EXPLORE && !is_static) maybe_reprobe_loser(c, key, hit, out);
   if (!st && out->source == HT_SRC_EXPLORE) out->config = htd_config_for(c, out->variant, rep);
   return st;
 }
@@ -258,11 +304,15 @@ static void arm_repeat(ht_computation *c, htd_slot *slot, const int64_t *sizes, 
   htd_repeat *r = &c->repeat;
   r->armed = slot && !(slot->d.close && c->explore > 0);
   if (!r->armed) return;
-  r->reprobe_at = INT64_MAX; /* the first call at which maybe_reprobe may pick a variant drift slowed */
+  r->reprobe_at = INT64_MAX; /* the first call at which a re-probe may be due: of a variant drift */
+                             /* slowed (maybe_reprobe), or of one that lost here (maybe_reprobe_loser) */
   for (int i = 0; c->n_drifted && i < c->n_variants; i++) {
     int64_t due = c->v[i].probed_at + c->v[i].reprobe_every;
     if (i != slot->d.variant && c->v[i].drift_f > c->drift && due < r->reprobe_at) r->reprobe_at = due;
   }
+  int due_now;
+  int64_t loser = loser_due(c, key, &slot->d, &due_now);
+  if (loser < r->reprobe_at) r->reprobe_at = loser;
   memcpy(r->sizes, sizes, sizeof *sizes * (size_t)c->spec0->n_sizes);
   memcpy(r->rep, rep, sizeof *rep * (size_t)c->spec0->n_sizes);
   r->key = key;
@@ -360,6 +410,7 @@ ht_status ht_computation_run_variant(ht_computation *c, int variant, const int64
   ht_run_times t;
   if (!st) st = run_one(c, variant, htd_config_for(c, variant, rep), sizes, args, &t, NULL);
   if (st) return st;
+  c->calls++;
   htd_feedback(c, variant, sizes, NULL, &t);
   if (times) *times = t;
   return HT_OK;

@@ -25,6 +25,12 @@ typedef struct htd_point {
   double median;
   int from_store;  /* 1: kernel times of tuning runs (+ modelled transfers), 0: calls measured here */
   int censored;    /* 1: only lower bounds (a race's stopped loser): the first measurement replaces them */
+  /* re-probing a variant that lost here (decide.c, maybe_reprobe_loser) */
+  int64_t probed_at;  /* the computation's call count when it last ran here */
+  int reprobe_every;  /* calls between re-probes (0: HTD_REPROBE), doubling while they find it slower */
+  int reprobing;      /* calls of a re-probe still to run here (HTD_REPROBE_CALLS: none run yet; 0: none) */
+  double reprobe_bar; /* the winner's time when the re-probe was decided */
+  double reprobe_best; /* the fastest of the re-probe's calls so far */
 } htd_point;
 
 /* What a variant is known to take: its measured points, sorted by work. */
@@ -88,6 +94,7 @@ typedef struct htd_slot {
   /* Sampled feedback of short calls (htd_feedback_skip): one call of this decision in sample_every
    * is fed back; sample_left counts down to it. 0: not settled yet (every call is fed back). */
   int sample_every, sample_left;
+  int64_t reprobe_at; /* the first call at which a losing variant may be due a re-probe here (0: unknown) */
 } htd_slot;
 
 typedef struct htd_cache {
@@ -202,6 +209,17 @@ enum { HTD_TRUSTED_CALLS = 3 };
  * and a real slowdown costs a call in hundreds. */
 enum { HTD_REPROBE = 16, HTD_REPROBE_MAX = 1024 };
 
+/* A variant trusted slower than the winner at a size is run there again, HTD_REPROBE_CALLS calls in
+ * a row, after HTD_REPROBE_CALLS * HTD_REPROBE calls times how much slower it was at its fastest
+ * there (its fastest time / the winner's - 1, at least 1), then twice as many each time it is still
+ * slower (up to HTD_REPROBE_MAX times that); a re-probe whose fastest call beats the winner's time
+ * starts its calls there anew. Its first trusted calls may have come in a slow phase of the machine
+ * (another program, a lower clock, a thread pool starting), and nothing else would ever run it
+ * again. At its fastest time, the k-th re-probe costs 1 / (HTD_REPROBE * 2^k) of the winner's time
+ * since the one before: 6% of the first calls, under 0.4% from the fifth re-probe on, however slow
+ * the variant is. Exploration (the option explore = 0) turns it off. */
+enum { HTD_REPROBE_CALLS = 2 };
+
 /* Feeding a call back (history, drift ratios, log line) costs about 150 ns: 10% of a 1.5 us call.
  * A decision taken from the cache at a size whose window of times is full is fed back once in
  * ceil(sample_below / median) calls (at most HTD_SAMPLE_MAX), so the feedback stays near 1% of
@@ -237,6 +255,8 @@ int htd_point_untrusted(const htd_point *p);
 void htd_point_raise(htd_point *p, double bound);
 /* After p->samples changed other than through htd_point_add: sorts them again, and the median. */
 void htd_point_resort(htd_point *p);
+/* Keeps only the sample s: the point's calls start anew (untrusted until HTD_TRUSTED_CALLS). */
+void htd_point_restart(htd_point *p, double s, int window);
 /* The time at work, interpolated in log-log between the nearest points (extrapolated along the
  * nearest two; one point scales by work). *exact: 1 when a point of this bucket answered. NAN
  * when there is no point. lo/hi: the band from the neighbours' sample spread. */

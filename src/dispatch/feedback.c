@@ -230,6 +230,25 @@ void htd_feedback(ht_computation *c, int vi, const int64_t *sizes, const ht_deci
   htd_feedback_at(c, vi, sizes, key, rep, d, t);
 }
 
+/* A call of a re-probe (decide.c, maybe_reprobe_loser): HTD_REPROBE_CALLS calls in a row, judged
+ * by the fastest, since the first may pay for waking what the variant needs (a thread pool asleep,
+ * a clock gone down) after the calls it did not run. Faster than the winner's time, the variant's
+ * calls at this size start anew from that time and the decision there is made again (it runs until
+ * its time is trusted, then the faster wins); slower or not, the next re-probe waits twice as long,
+ * so a variant whose lucky calls keep beating the winner costs fewer and fewer calls. Its calls are
+ * no yardstick for drift or bias: the winner's decision stands unless the probe beat it. */
+static void reprobe_answer(ht_computation *c, const htd_variant *v, htd_point *p, uint64_t key, double total) {
+  p->reprobe_best = p->reprobing == HTD_REPROBE_CALLS ? total : fmin(p->reprobe_best, total);
+  if (--p->reprobing > 0) return;
+  int every = p->reprobe_every ? p->reprobe_every : HTD_REPROBE;
+  p->reprobe_every = every < HTD_REPROBE_MAX ? 2 * every : HTD_REPROBE_MAX;
+  if (!(p->reprobe_best < p->reprobe_bar)) return;
+  htd_point_restart(p, p->reprobe_best, c->window);
+  htd_cache_drop(&c->cache, key);
+  ht_log(2, "%s: a re-probe of %s took %.3g s against the winner's %.3g s: measured again", c->name, v->label,
+         p->reprobe_best, p->reprobe_bar);
+}
+
 void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t key, const int64_t *rep,
                      const ht_decision *d, const ht_run_times *t) {
   htd_variant *v = &c->v[vi];
@@ -244,6 +263,8 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   if (was_measured && total > 0 && isfinite(total)) htd_point_add(p, total, c->window); /* the common case */
   else p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
   if (!p) return;
+  p->probed_at = c->calls;
+  if (p->reprobing > 0 && p->reprobing <= HTD_REPROBE_CALLS && was_measured) return reprobe_answer(c, v, p, key, total);
   if (isfinite(expected) && expected > 0) {
     /* A re-probe that finds a slowed variant fast again undoes the drift at once. */
     if (d && d->source == HT_SRC_EXPLORE && v->drift_f > c->drift) {
@@ -304,6 +325,7 @@ ht_status ht_computation_record(ht_computation *c, int variant, const int64_t *s
   if (!(total > 0) || !isfinite(total) || t->kernel_s < 0 || t->h2d_s < 0 || t->d2h_s < 0)
     return ht_error(HT_ERR_INVALID, "%s: variant %d: time %g s (kernel %g, in %g, out %g) is not a positive number",
                     c->name, variant, total, t->kernel_s, t->h2d_s, t->d2h_s);
+  c->calls++; /* a call the application ran: re-probes are timed in calls, whoever ran them */
   if (censored) htd_feedback_censored(c, variant, sizes, t);
   else htd_feedback(c, variant, sizes, NULL, t);
   return HT_OK;

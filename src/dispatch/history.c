@@ -72,6 +72,13 @@ void htd_point_add(htd_point *p, double seconds, int window) {
   update_median(p);
 }
 
+void htd_point_restart(htd_point *p, double s, int window) {
+  p->samples[0] = s;
+  p->n = 1;
+  p->next = 1 % window;
+  htd_point_resort(p);
+}
+
 int htd_point_untrusted(const htd_point *p) {
   return p && !p->from_store && !p->censored && p->n < HTD_TRUSTED_CALLS;
 }
