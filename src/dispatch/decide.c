@@ -213,9 +213,9 @@ static int64_t loser_due(const ht_computation *c, uint64_t key, const ht_decisio
   return first;
 }
 
-/* A variant that lost here, due a re-probe, runs instead of the winner once; the feedback of its
- * call compares it with the winner's time (feedback.c). hit: the cache slot d came from, whose
- * reprobe_at spares a cache hit the search while nothing is due. */
+/* A variant that lost here, due a re-probe, runs instead of the winner for the re-probe's calls;
+ * their feedback compares the faster with the winner's time (feedback.c). hit: the cache slot d
+ * came from, whose reprobe_at spares a cache hit the search while nothing is due. */
 static void maybe_reprobe_loser(ht_computation *c, uint64_t key, htd_slot *hit, ht_decision *d) {
   if (hit && c->calls < hit->reprobe_at) return;
   int i;

@@ -264,7 +264,10 @@ void htd_feedback_at(ht_computation *c, int vi, const int64_t *sizes, uint64_t k
   else p = htd_history_add(&v->hist, htd_work(v->spec, rep), key, rep, total, c->window, 0);
   if (!p) return;
   p->probed_at = c->calls;
-  if (p->reprobing > 0 && p->reprobing <= HTD_REPROBE_CALLS && was_measured) return reprobe_answer(c, v, p, key, total);
+  if (p->reprobing > 0 && p->reprobing <= HTD_REPROBE_CALLS && was_measured) {
+    reprobe_answer(c, v, p, key, total);
+    return;
+  }
   if (isfinite(expected) && expected > 0) {
     /* A re-probe that finds a slowed variant fast again undoes the drift at once. */
     if (d && d->source == HT_SRC_EXPLORE && v->drift_f > c->drift) {
