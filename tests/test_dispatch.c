@@ -141,35 +141,41 @@ static void test_drift_flips_choice(void **state) {
   ht_spec_destroy(s);
 }
 
+/* Exploration on (re-probes are exploration), but never of a close runner-up (regret_cap 1). */
+#define REPROBES_ONLY "regret_cap=1"
+
 /* A stall taken for a change of speed does not lock the variant out: it is re-probed and, fast
- * again, chosen again. */
+ * again, chosen again. With exploration off (explore=0) every call runs the selector's choice, and
+ * the GPU keeps the calls. */
 static void test_stall_reprobed(void **state) {
   (void)state;
   ht_spec *s = load(SPEC);
-  ht_computation *c = offload(s, NULL, "explore=0");
-  int64_t n = 5000;
-  for (int k = 0; k < 5; k++) run_variant(c, 0, n), run_variant(c, 1, n);
-  ht_host_arg *args;
-  assert_int_equal(ht_computation_make_args(c, &n, 3, &args), HT_OK);
-  ht_decision d;
-  assert_int_equal(ht_computation_run(c, &n, args, &d, NULL), HT_OK);
-  assert_int_equal(d.variant, 0); /* the CPU wins at 5000 */
-  ht_device *cpu = ht_exec_device(c->v[0].ex);
-  assert_int_equal(ht_sim_set_speed(cpu, 1000), HT_OK); /* a stall: 1000x slower for a few calls */
-  for (int k = 0; k < 5; k++) assert_int_equal(ht_computation_run(c, &n, args, &d, NULL), HT_OK);
-  assert_int_equal(ht_sim_set_speed(cpu, 1), HT_OK);
-  assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
-  assert_int_equal(d.variant, 1); /* drift moved it to the GPU */
-  int back = 0;
-  for (int k = 0; k < 2 * HTD_REPROBE && !back; k++) {
+  for (int explore = 0; explore < 2; explore++) {
+    ht_computation *c = offload(s, NULL, explore ? REPROBES_ONLY : "explore=0");
+    int64_t n = 5000;
+    for (int k = 0; k < 5; k++) run_variant(c, 0, n), run_variant(c, 1, n);
+    ht_host_arg *args;
+    assert_int_equal(ht_computation_make_args(c, &n, 3, &args), HT_OK);
+    ht_decision d;
     assert_int_equal(ht_computation_run(c, &n, args, &d, NULL), HT_OK);
-    back = d.variant == 0 && d.source == HT_SRC_EXPLORE;
+    assert_int_equal(d.variant, 0); /* the CPU wins at 5000 */
+    ht_device *cpu = ht_exec_device(c->v[0].ex);
+    assert_int_equal(ht_sim_set_speed(cpu, 1000), HT_OK); /* a stall: 1000x slower for a few calls */
+    for (int k = 0; k < 5; k++) assert_int_equal(ht_computation_run(c, &n, args, &d, NULL), HT_OK);
+    assert_int_equal(ht_sim_set_speed(cpu, 1), HT_OK);
+    assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+    assert_int_equal(d.variant, 1); /* drift moved it to the GPU */
+    int back = 0;
+    for (int k = 0; k < 2 * HTD_REPROBE && !back; k++) {
+      assert_int_equal(ht_computation_run(c, &n, args, &d, NULL), HT_OK);
+      back = d.variant == 0 && d.source == HT_SRC_EXPLORE;
+    }
+    assert_int_equal(back, explore); /* re-probed... */
+    assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
+    assert_int_equal(d.variant, explore ? 0 : 1); /* ...and the CPU chosen again */
+    ht_computation_free_args(c, args);
+    ht_computation_destroy(c);
   }
-  assert_true(back); /* re-probed... */
-  assert_int_equal(ht_computation_decide(c, &n, &d), HT_OK);
-  assert_int_equal(d.variant, 0); /* ...and the CPU chosen again */
-  ht_computation_free_args(c, args);
-  ht_computation_destroy(c);
   ht_spec_destroy(s);
 }
 
@@ -442,7 +448,7 @@ static void test_repeated_calls(void **state) {
   unlink(db);
   ht_store *st;
   assert_int_equal(ht_store_open(db, &st), HT_OK);
-  ht_computation *c = offload(s, st, "explore=0");
+  ht_computation *c = offload(s, st, REPROBES_ONLY);
   int64_t n = 100, calls = 0;
   ht_host_arg *args;
   ht_decision d;

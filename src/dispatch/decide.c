@@ -175,7 +175,9 @@ static void maybe_explore(ht_computation *c, ht_decision *d) {
 
 /* A hit is not timed: two clock reads would cost more than the hit itself. */
 /* A variant slowed by drift, not run for HTD_REPROBE calls, that at its speed before the drift
- * would be within the regret cap of the winner: run it once to see whether it is still slow. */
+ * would be within the regret cap of the winner: run it once to see whether it is still slow. Like
+ * every run of a variant not chosen, only while exploration is on (explore > 0): with it off, every
+ * call runs the selector's choice (dispatch bench scores that). */
 static void maybe_reprobe(ht_computation *c, const int64_t *rep, uint64_t key, ht_decision *d) {
   for (int i = 0; i < c->n_variants; i++) {
     htd_variant *v = &c->v[i];
@@ -256,7 +258,7 @@ static ht_status decide(ht_computation *c, const int64_t *sizes, ht_decision *ou
     out->decide_ns = (double)(ht_now_ns() - t0);
   }
   if (!st && out->source != HT_SRC_EXPLORE) maybe_explore(c, out);
-  if (!st && out->source != HT_SRC_EXPLORE && c->n_drifted) maybe_reprobe(c, rep, key, out);
+  if (!st && out->source != HT_SRC_EXPLORE && c->n_drifted && c->explore > 0) maybe_reprobe(c, rep, key, out);
   if (!st && out->source != HT_SRC_EXPLORE && !is_static) maybe_reprobe_loser(c, key, hit, out);
   if (!st && out->source == HT_SRC_EXPLORE) out->config = htd_config_for(c, out->variant, rep);
   return st;
@@ -306,7 +308,7 @@ static void arm_repeat(ht_computation *c, htd_slot *slot, const int64_t *sizes, 
   if (!r->armed) return;
   r->reprobe_at = INT64_MAX; /* the first call at which a re-probe may be due: of a variant drift */
                              /* slowed (maybe_reprobe), or of one that lost here (maybe_reprobe_loser) */
-  for (int i = 0; c->n_drifted && i < c->n_variants; i++) {
+  for (int i = 0; c->n_drifted && c->explore > 0 && i < c->n_variants; i++) {
     int64_t due = c->v[i].probed_at + c->v[i].reprobe_every;
     if (i != slot->d.variant && c->v[i].drift_f > c->drift && due < r->reprobe_at) r->reprobe_at = due;
   }
