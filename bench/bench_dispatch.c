@@ -1,7 +1,8 @@
 /* Per-call dispatch's own cost: a warm decision (cache hit), a static-cache hit, a cold decision
  * per variant, and an application loop of small calls through ht_computation_run beside the same
  * calls of the chosen variant made directly (ht_variant_run), in alternating blocks. Prints a
- * table for BENCHMARKS.md. Usage: bench_dispatch [CALLS] (default 100000). */
+ * table for BENCHMARKS.md. Usage: bench_dispatch [CALLS [OPTIONS]] (default 100000; OPTIONS: the
+ * computation's options beside explore=0, "sample_below_us=32" say). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,12 @@ static int call_loop(ht_computation *c, ht_computation *c_every, const ht_spec *
     direct_every[b] = block_ns(NULL, v, n, args);
     if (isnan(every[b]) || isnan(direct_every[b])) return fail();
   }
+  /* each block against the direct block right after it: a slow phase of the machine falls on both */
+  double *paired = calloc((size_t)blocks, sizeof *paired), *paired_every = calloc((size_t)blocks, sizeof *paired_every);
+  if (!paired || !paired_every) return fail();
+  for (int b = 0; b < blocks; b++) paired[b] = through[b] / direct[b], paired_every[b] = every[b] / direct_every[b];
+  double pm = median(paired, blocks), pq1 = paired[blocks / 4], pq3 = paired[3 * blocks / 4];
+  double pme = median(paired_every, blocks);
   double mt = median(through, blocks), me = median(every, blocks), md = median(direct, blocks),
          mde = median(direct_every, blocks);
   printf("| %d calls of vadd N=%lld: through ht_computation_run | %.0f ns per call |\n", blocks * BLOCK, (long long)n,
@@ -119,6 +126,11 @@ static int call_loop(ht_computation *c, ht_computation *c_every, const ht_spec *
   printf("| the same calls of the chosen variant, ht_variant_run | %.0f ns per call |\n", md);
   printf("| dispatch's share: sampled feedback / every call fed back | %+.1f%% / %+.1f%% |\n", 100 * (mt / md - 1),
          100 * (me / mde - 1));
+  printf("| the same, block by block against the direct block after it: median (quartiles) / every call | %+.1f%% "
+         "(%+.1f%% to %+.1f%%) / %+.1f%% |\n",
+         100 * (pm - 1), 100 * (pq1 - 1), 100 * (pq3 - 1), 100 * (pme - 1));
+  free(paired);
+  free(paired_every);
   free(direct_every);
   free(through);
   free(every);
@@ -165,8 +177,10 @@ int main(int argc, char **argv) {
   ht_spec *s;
   ht_computation *c;
   ht_computation *c_every;
-  if (ht_spec_load(SPEC, &s) || build(s, "explore=0", &c) || build(s, "explore=0,sample_below_us=0", &c_every))
+  char *options = ht_strfmt("explore=0%s%s", argc > 2 ? "," : "", argc > 2 ? argv[2] : "");
+  if (ht_spec_load(SPEC, &s) || build(s, options, &c) || build(s, "explore=0,sample_below_us=0", &c_every))
     return fail();
+  free(options);
   for (int64_t n = 1000; n <= 1000000; n *= 10)
     if (calibrate(c, n, 2) || calibrate(c_every, n, 2)) return 1;
   printf("| what | median |\n|---|---|\n");
