@@ -108,6 +108,39 @@ static void test_cache_hit_and_invalidation(void **state) {
   ht_spec_destroy(s);
 }
 
+/* The cache on its own: thousands of keys (so probe chains wrap and cross), a clear that leaves
+ * nothing behind, keys put again after it, drops in the middle of chains, and the generation count
+ * wrapping around. */
+static void test_cache_clear_and_drop(void **state) {
+  (void)state;
+  htd_cache cache = {0};
+  ht_decision d = {0};
+  for (int round = 0; round < 3; round++) {
+    if (round == 2) cache.gen = UINT32_MAX; /* the next clear wraps the generation to 0 */
+    for (uint64_t k = 1; k <= 3000; k++) {
+      d.variant = (int)(k % 7) + round;
+      assert_int_equal(htd_cache_put(&cache, k * 0x10001, &d), HT_OK);
+    }
+    for (uint64_t k = 1; k <= 3000; k += 3) htd_cache_drop(&cache, k * 0x10001);
+    for (uint64_t k = 1; k <= 3000; k++) {
+      htd_slot *s = htd_cache_slot(&cache, k * 0x10001);
+      if (k % 3 == 1) assert_null(s);
+      else if (!s || s->d.variant != (int)(k % 7) + round) fail_msg("round %d: key %llu lost", round, (unsigned long long)k);
+    }
+    assert_int_equal(cache.used, 2000);
+    htd_cache_clear(&cache);
+    assert_int_equal(cache.used, 0);
+    for (uint64_t k = 1; k <= 3000; k++) assert_null(htd_cache_slot(&cache, k * 0x10001));
+    d.variant = 9;
+    assert_int_equal(htd_cache_put(&cache, 2 * 0x10001, &d), HT_OK); /* in a slot an earlier generation held */
+    assert_int_equal(htd_cache_slot(&cache, 2 * 0x10001)->d.variant, 9);
+    assert_null(htd_cache_slot(&cache, 3 * 0x10001));
+    htd_cache_drop(&cache, 2 * 0x10001);
+    assert_int_equal(cache.used, 0);
+  }
+  htd_cache_free(&cache);
+}
+
 /* Scripted times for variant v at n, fed back as if measured. */
 static void feed(ht_computation *c, int v, int64_t n, double seconds) {
   ht_decision d;
@@ -955,7 +988,7 @@ int main(void) {
       cmocka_unit_test(test_log_across_programs),
       cmocka_unit_test(test_sampled_feedback), cmocka_unit_test(test_repeated_calls),
       cmocka_unit_test(test_passing_stall_drifts_back), cmocka_unit_test(test_new_sizes_do_not_drift),
-      cmocka_unit_test(test_drift_moves_the_whole_device), cmocka_unit_test(test_slow_first_call_not_trusted),
+      cmocka_unit_test(test_drift_moves_the_whole_device), cmocka_unit_test(test_slow_first_call_not_trusted), cmocka_unit_test(test_cache_clear_and_drop),
       cmocka_unit_test(test_loser_reprobed), cmocka_unit_test(test_loser_reprobes_bounded),
       cmocka_unit_test(test_static_cache_header),
       cmocka_unit_test(test_static_cache_used_first), cmocka_unit_test(test_tuned_times_get_copies),

@@ -95,12 +95,14 @@ typedef struct htd_slot {
    * is fed back; sample_left counts down to it. 0: not settled yet (every call is fed back). */
   int sample_every, sample_left;
   int64_t reprobe_at; /* the first call at which a losing variant may be due a re-probe here (0: unknown) */
+  uint32_t gen;       /* the cache's generation when it was written: held while the two are equal */
 } htd_slot;
 
 typedef struct htd_cache {
   htd_slot *slots;
   uint32_t cap, used; /* cap: a power of two */
   uint32_t changes;   /* bumped by every put, drop and clear: a slot pointer kept is valid while it holds */
+  uint32_t gen;       /* bumped by every clear: the slots of earlier generations are empty */
 } htd_cache;
 
 /* The previous call, repeated without deciding again (decide.c) while nothing it rests on has
