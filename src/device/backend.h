@@ -49,7 +49,8 @@ typedef struct ht_backend_ops {
   ht_status (*buffer_read_at)(ht_device *dev, ht_buffer *b, size_t offset, void *host, size_t bytes,
                               double *seconds);
   /* (HT_CAP_HOST_MEMORY) The caller's bytes at host as a buffer, not copied: kernels read and write
-   * them in place. buffer_free leaves the memory to its owner. */
+   * them in place. buffer_free leaves the memory to its owner. The execution layer keeps a wrap for
+   * the next calls on the same memory: it must hold no copy of the contents. */
   ht_status (*buffer_wrap)(ht_device *dev, void *host, size_t bytes, ht_buffer **out);
 } ht_backend_ops;
 

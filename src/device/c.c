@@ -26,9 +26,19 @@
 static const char *const base_flags[] = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"};
 enum { N_BASE = (int)(sizeof base_flags / sizeof base_flags[0]) };
 
+/* The vectors of a call with up to INLINE_ARGS arguments are inside its struct (ffi_args), and so
+ * is a program's prepared call description. */
+enum { INLINE_ARGS = 16 };
+
 typedef struct c_program {
   void *handle;
   void (*fn)(void);
+  /* The call's description, prepared by libffi at the first launch and kept (the argument types are
+   * the spec's, the same at every launch): preparing it each time was a tenth of a small call. */
+  pthread_mutex_t cif_mu;
+  int cif_ready, cif_n; /* cif_ready: set (atomically) once cif and cif_types are written */
+  ffi_cif cif;
+  ffi_type *cif_types[INLINE_ARGS];
 } c_program;
 
 typedef struct c_buffer {
@@ -411,6 +421,7 @@ static ht_status load_program(const char *sofile, const c_cache_entry *e, const 
     return ht_error(HT_ERR_NOMEM, "out of memory");
   }
   p->handle = h;
+  pthread_mutex_init(&p->cif_mu, NULL);
   /* POSIX guarantees dlsym results convert to function pointers; memcpy avoids the pedantic cast. */
   memcpy(&p->fn, &sym, sizeof p->fn);
   *out = p;
@@ -509,6 +520,7 @@ static void c_program_free(ht_device *dev, ht_program *prog) {
   c_program *p = (c_program *)prog;
   if (!p) return;
   if (p->handle) dlclose(p->handle);
+  pthread_mutex_destroy(&p->cif_mu);
   free(p);
 }
 
@@ -528,15 +540,22 @@ static ffi_type *ffi_type_of(ht_dtype t) {
   }
 }
 
+/* A call's vectors; up to INLINE_ARGS arguments inside the struct (on the caller's stack for a
+ * synchronous launch): an allocation and a free were a tenth of a small call. */
 typedef struct ffi_args {
   ffi_cif cif;
   ffi_type **types;
   void **values;
   ht_scalar *scalars;
   void **ptrs;
+  void *heap; /* the four vectors of a longer call, in one block */
+  ffi_type *types_in[INLINE_ARGS];
+  void *values_in[INLINE_ARGS];
+  ht_scalar scalars_in[INLINE_ARGS];
+  void *ptrs_in[INLINE_ARGS];
 } ffi_args;
 
-static void ffi_args_free(ffi_args *a) { free(a->types); /* the block of all four vectors */ }
+static void ffi_args_free(ffi_args *a) { free(a->heap); }
 
 static size_t aligned(size_t n) {
   const size_t a = _Alignof(max_align_t);
@@ -546,15 +565,18 @@ static size_t aligned(size_t n) {
 /* The call's argument vectors; a stop-flag argument gets the pointer stop. */
 static ht_status ffi_args_fill(const ht_launch *l, volatile int32_t *stop, ffi_args *a) {
   size_t n = l->n_args > 0 ? (size_t)l->n_args : 1;
-  /* one allocation for the four vectors: four per launch were a tenth of a microsecond call */
-  const size_t at_values = aligned(n * sizeof *a->types), at_scalars = at_values + aligned(n * sizeof *a->values),
-               at_ptrs = at_scalars + aligned(n * sizeof *a->scalars);
-  char *m = calloc(1, at_ptrs + n * sizeof *a->ptrs);
-  if (!m) return ht_error(HT_ERR_NOMEM, "out of memory");
-  a->types = (ffi_type **)m;
-  a->values = (void **)(m + at_values);
-  a->scalars = (ht_scalar *)(m + at_scalars);
-  a->ptrs = (void **)(m + at_ptrs);
+  if (n <= INLINE_ARGS) {
+    a->types = a->types_in, a->values = a->values_in, a->scalars = a->scalars_in, a->ptrs = a->ptrs_in;
+  } else { /* one allocation for the four vectors */
+    const size_t at_values = aligned(n * sizeof *a->types), at_scalars = at_values + aligned(n * sizeof *a->values),
+                 at_ptrs = at_scalars + aligned(n * sizeof *a->scalars);
+    char *m = a->heap = calloc(1, at_ptrs + n * sizeof *a->ptrs);
+    if (!m) return ht_error(HT_ERR_NOMEM, "out of memory");
+    a->types = (ffi_type **)m;
+    a->values = (void **)(m + at_values);
+    a->scalars = (ht_scalar *)(m + at_scalars);
+    a->ptrs = (void **)(m + at_ptrs);
+  }
   for (int i = 0; i < l->n_args; i++) {
     const ht_arg *arg = &l->args[i];
     if (arg->is_buffer || arg->is_stop_flag) {
@@ -575,14 +597,36 @@ static ht_status ffi_args_fill(const ht_launch *l, volatile int32_t *stop, ffi_a
 /* Checks the launch and describes the call to libffi. The global/local sizes mean nothing to a C
  * function: it gets only its arguments and does its own threading (OpenMP). Ids have no offset
  * to start from either, so an offset is refused rather than ignored. */
+/* a->cif for the types in a->types: the program's kept description when they are its, else one
+ * prepared now (and kept, the first time). */
+static ht_status describe_call(c_program *p, int n, ffi_args *a) {
+  const size_t bytes = sizeof *a->types * (size_t)n;
+  if (n <= INLINE_ARGS && __atomic_load_n(&p->cif_ready, __ATOMIC_ACQUIRE) && p->cif_n == n &&
+      !memcmp(p->cif_types, a->types, bytes)) {
+    a->cif = p->cif; /* its argument types are p->cif_types, never written again */
+    return HT_OK;
+  }
+  if (ffi_prep_cif(&a->cif, FFI_DEFAULT_ABI, (unsigned)n, &ffi_type_void, a->types) != FFI_OK)
+    return ht_error(HT_ERR_RUNTIME, "launch: libffi cannot describe the call (%d arguments)", n);
+  if (n > INLINE_ARGS || __atomic_load_n(&p->cif_ready, __ATOMIC_ACQUIRE)) return HT_OK;
+  pthread_mutex_lock(&p->cif_mu);
+  if (!p->cif_ready) {
+    memcpy(p->cif_types, a->types, bytes);
+    p->cif_n = n;
+    if (ffi_prep_cif(&p->cif, FFI_DEFAULT_ABI, (unsigned)n, &ffi_type_void, p->cif_types) == FFI_OK)
+      __atomic_store_n(&p->cif_ready, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&p->cif_mu);
+  return HT_OK;
+}
+
 static ht_status prepare_call(ht_program *prog, const ht_launch *l, volatile int32_t *stop, ffi_args *a) {
   c_program *p = (c_program *)prog;
   if (!p || !p->fn) return ht_error(HT_ERR_INVALID, "launch: no program");
   ht_status s = ht_launch_check(l);
   if (!s) s = ht_launch_no_offset(l, "c");
   if (!s) s = ffi_args_fill(l, stop, a);
-  if (!s && ffi_prep_cif(&a->cif, FFI_DEFAULT_ABI, (unsigned)l->n_args, &ffi_type_void, a->types) != FFI_OK)
-    s = ht_error(HT_ERR_RUNTIME, "launch: libffi cannot describe the call (%d arguments)", l->n_args);
+  if (!s) s = describe_call(p, l->n_args, a);
   return s;
 }
 
@@ -590,7 +634,8 @@ static ht_status c_launch(ht_device *dev, ht_program *prog, const ht_launch *l, 
   (void)dev;
   ht_stop_block stop; /* nobody can cancel a synchronous launch: the flag stays 0, no slots */
   ht_stop_block_init(&stop, 0);
-  ffi_args a = {0};
+  ffi_args a;
+  a.heap = NULL; /* the rest is filled in: zeroing the whole struct cost more than the call */
   ht_status s = prepare_call(prog, l, &stop.stop, &a);
   if (!s) {
     double t0 = ht_now();

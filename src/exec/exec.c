@@ -41,6 +41,13 @@ struct ht_variant {
   int frame_ok;
   ht_launch last_launch;
   size_t *last_len;
+  /* On a device whose kernels use host memory: per argument, the caller's memory wrapped by an
+   * earlier call, kept while calls pass the same memory (a wrap and its free were a sixth of a
+   * small call's time), and the block of a synchronous run, kept for the next one. */
+  ht_buffer **wraps;
+  void **wrap_data;
+  size_t *wrap_bytes;
+  ht_run *spare_run;
 };
 
 struct ht_run {
@@ -138,7 +145,11 @@ ht_status ht_variant_create(ht_exec *ex, const ht_spec *spec, const char *config
   v->caps = calloc((size_t)spec->n_args + 1, sizeof *v->caps);
   v->last_sizes = calloc((size_t)spec->n_sizes + 1, sizeof *v->last_sizes);
   v->last_len = calloc((size_t)spec->n_args + 1, sizeof *v->last_len);
-  int allocated = v->vars && v->bufs && v->caps && v->last_sizes && v->last_len;
+  v->wraps = calloc((size_t)spec->n_args + 1, sizeof *v->wraps);
+  v->wrap_data = calloc((size_t)spec->n_args + 1, sizeof *v->wrap_data);
+  v->wrap_bytes = calloc((size_t)spec->n_args + 1, sizeof *v->wrap_bytes);
+  int allocated =
+      v->vars && v->bufs && v->caps && v->last_sizes && v->last_len && v->wraps && v->wrap_data && v->wrap_bytes;
   st = allocated ? bind_config(spec, &ex->dev->info, config, v->vars) : ht_error(HT_ERR_NOMEM, "out of memory");
   if (st) {
     ht_variant_destroy(v);
@@ -154,6 +165,12 @@ void ht_variant_destroy(ht_variant *v) {
   for (int i = 0; i < v->n_progs; i++) dev->ops->program_free(dev, v->progs[i].prog);
   for (int i = 0; v->bufs && i < v->spec->n_args; i++)
     if (v->bufs[i]) dev->ops->buffer_free(dev, v->bufs[i]);
+  for (int i = 0; v->wraps && i < v->spec->n_args; i++)
+    if (v->wraps[i]) dev->ops->buffer_free(dev, v->wraps[i]);
+  free(v->wraps);
+  free(v->wrap_data);
+  free(v->wrap_bytes);
+  free(v->spare_run);
   free(v->bufs);
   free(v->caps);
   free(v->last_sizes);
@@ -258,7 +275,9 @@ static ht_status arg_range(const ht_variant *v, int i, const ht_host_arg *a, siz
   return HT_OK;
 }
 
-/* On a device whose kernels use host memory, the caller's buffers themselves. */
+/* On a device whose kernels use host memory, the caller's buffers themselves: wrapped once, and
+ * the wrap kept while the calls pass the same memory (the variant owns it; a run only borrows it,
+ * and the exec runs one call at a time). */
 static ht_status wrap_in(ht_run *r) {
   ht_variant *v = r->v;
   const ht_spec *s = v->spec;
@@ -266,10 +285,17 @@ static ht_status wrap_in(ht_run *r) {
   for (int i = 0; i < s->n_args; i++) {
     const ht_spec_arg *a = &s->args[i];
     if (!a->is_buffer) continue;
-    size_t lo, hi, esz = ht_dtype_size(a->type);
+    size_t lo, hi, esz = ht_dtype_size(a->type), bytes = r->len[i] * esz;
     ht_status st = arg_range(v, i, &r->args[i], r->len[i], &lo, &hi);
-    if (!st) st = dev->ops->buffer_wrap(dev, r->args[i].data, r->len[i] * esz, &r->bufs[i]);
     if (st) return st;
+    if (!v->wraps[i] || v->wrap_data[i] != r->args[i].data || v->wrap_bytes[i] != bytes) {
+      if (v->wraps[i]) dev->ops->buffer_free(dev, v->wraps[i]);
+      v->wraps[i] = NULL;
+      if ((st = dev->ops->buffer_wrap(dev, r->args[i].data, bytes, &v->wraps[i]))) return st;
+      v->wrap_data[i] = r->args[i].data;
+      v->wrap_bytes[i] = bytes;
+    }
+    r->bufs[i] = v->wraps[i];
   }
   return HT_OK;
 }
@@ -311,11 +337,7 @@ static ht_status copy_out(ht_run *r, double *seconds) {
 }
 
 static void run_free(ht_run *r) {
-  if (!r) return;
-  ht_device *dev = r->v ? r->v->ex->dev : NULL;
-  for (int i = 0; r->wrapped && r->bufs && i < r->v->spec->n_args; i++)
-    if (r->bufs[i]) dev->ops->buffer_free(dev, r->bufs[i]);
-  free(r); /* its arrays are in the same block (run_alloc) */
+  free(r); /* its arrays are in the same block (run_alloc); wrapped buffers are the variant's */
 }
 
 /* The call's geometry, work and buffer lengths, kept for the next call when it has no options. */
@@ -379,15 +401,23 @@ static ht_run *run_alloc(int n_args) {
   return r;
 }
 
-/* A run's state before its launch; freed by run_free. */
-static ht_status run_new(ht_variant *v, const ht_host_arg *args, const ht_run_opts *opts, ht_run **out) {
+/* A run's state before its launch, started at t0; freed by run_free. spare: the caller holds the
+ * exec and may take the variant's spare block (a synchronous run, which gives it back). */
+static ht_status run_new(ht_variant *v, const ht_host_arg *args, const ht_run_opts *opts, int spare, double t0,
+                         ht_run **out) {
   const int n = v->spec->n_args;
-  ht_run *r = run_alloc(n);
+  ht_run *r = spare && v->spare_run ? v->spare_run : run_alloc(n);
   if (!r) return ht_error(HT_ERR_NOMEM, "out of memory");
+  if (r == v->spare_run) { /* what a run sets along the way: the rest is set again before its launch */
+    v->spare_run = NULL;
+    r->ev = NULL;
+    r->h2d = 0;
+    r->cancelled = 0;
+  }
   memcpy(r->args, args, sizeof *r->args * (size_t)n);
   r->v = v;
   r->wrapped = (ht_device_caps(v->ex->dev) & HT_CAP_HOST_MEMORY) && v->ex->dev->ops->buffer_wrap && !(opts && opts->copy);
-  r->t0 = ht_now();
+  r->t0 = t0;
   *out = r;
   return HT_OK;
 }
@@ -397,7 +427,7 @@ ht_status ht_variant_start(ht_variant *v, const int64_t *sizes, const ht_host_ar
   if (!v || !args || !out) return ht_error(HT_ERR_INVALID, "ht_variant_start: bad arguments");
   *out = NULL;
   ht_run *r;
-  ht_status st = run_new(v, args, opts, &r);
+  ht_status st = run_new(v, args, opts, 0, ht_now(), &r);
   if (st) return st;
   acquire(v->ex);
   ht_program *prog = NULL;
@@ -444,10 +474,14 @@ ht_status ht_run_wait(ht_run *r, ht_run_times *out) {
 ht_status ht_variant_run(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
                          ht_run_times *out) {
   if (!v || !args) return ht_error(HT_ERR_INVALID, "ht_variant_run: bad arguments");
+  const double t0 = ht_now();
   ht_run *r;
-  ht_status st = run_new(v, args, opts, &r);
-  if (st) return st;
   acquire(v->ex);
+  ht_status st = run_new(v, args, opts, 1, t0, &r);
+  if (st) {
+    release(v->ex);
+    return st;
+  }
   ht_program *prog = NULL;
   ht_run_times t = {0};
   st = prepare(r, sizes, opts, &prog);
@@ -455,8 +489,9 @@ ht_status ht_variant_run(ht_variant *v, const int64_t *sizes, const ht_host_arg 
   if (!st) st = copy_out(r, &t.d2h_s);
   t.h2d_s = r->h2d;
   t.wall_s = ht_now() - r->t0;
+  if (!v->spare_run) v->spare_run = r; /* for the next synchronous run */
+  else run_free(r);
   release(v->ex);
-  run_free(r);
   if (out) *out = t;
   return st;
 }
