@@ -289,6 +289,65 @@ static void test_c_vadd(void **state) {
   ht_device_close(dev);
 }
 
+/* Every scalar type reaches the kernel as given, in a call that fits the registers (six integer,
+ * three floating-point arguments) and in one that does not (seven and nine): the two ways a call
+ * is made (c_call.h). */
+static const char *c_mixed =
+    "#include <stdint.h>\n"
+    "void fits(double *o, int8_t a, float g, uint8_t b, double h, int32_t c, float g2, uint32_t d, int64_t e) {\n"
+    "  o[0] = a; o[1] = b; o[2] = c; o[3] = d; o[4] = (double)e; o[5] = g; o[6] = h; o[7] = g2;\n"
+    "}\n"
+    "void spills(double *o, int8_t a, float f0, uint8_t b, double f1, int32_t c, float f2, uint32_t d, double f3,\n"
+    "            int64_t e, float f4, uint64_t u, double f5, float f6, double f7, float f8) {\n"
+    "  o[0] = a; o[1] = b; o[2] = c; o[3] = d; o[4] = (double)e; o[5] = (double)(u >> 32);\n"
+    "  o[6] = f0; o[7] = f1; o[8] = f2; o[9] = f3; o[10] = f4; o[11] = f5; o[12] = f6; o[13] = f7; o[14] = f8;\n"
+    "}\n";
+
+static void test_c_scalar_types(void **state) {
+  (void)state;
+  ht_device *dev = open_or_fail("c");
+  ht_buffer *out = new_buffer(dev, NULL, 16 * sizeof(double));
+  const double ints[] = {-5, 250, -123456, 4000000000.0, -1099511627776.0, 48879};
+  const double reals[] = {1.5, -2.25, 3.125, 1e-300, -0.5, 6.0e200, 7.75, -8.5, 9.0};
+  for (int k = 0; k < 2; k++) {
+    ht_program *p = NULL;
+    ht_compile_info info = {0};
+    if (c_compile(dev, c_mixed, k ? "spills" : "fits", "0", &p, &info)) fail_msg("%s\n%s", ht_last_error(), info.log);
+    free(info.log);
+    ht_arg fits[] = {buf_arg(out, HT_DTYPE_F64), scalar_arg(HT_DTYPE_I8, ht_int(-5)),
+                     scalar_arg(HT_DTYPE_F32, ht_float(1.5)), scalar_arg(HT_DTYPE_U8, ht_int(250)),
+                     scalar_arg(HT_DTYPE_F64, ht_float(-2.25)), scalar_arg(HT_DTYPE_I32, ht_int(-123456)),
+                     scalar_arg(HT_DTYPE_F32, ht_float(3.125)), scalar_arg(HT_DTYPE_U32, ht_int(4000000000LL)),
+                     scalar_arg(HT_DTYPE_I64, ht_int(-1099511627776LL))};
+    ht_arg spills[] = {buf_arg(out, HT_DTYPE_F64), scalar_arg(HT_DTYPE_I8, ht_int(-5)),
+                       scalar_arg(HT_DTYPE_F32, ht_float(1.5)), scalar_arg(HT_DTYPE_U8, ht_int(250)),
+                       scalar_arg(HT_DTYPE_F64, ht_float(-2.25)), scalar_arg(HT_DTYPE_I32, ht_int(-123456)),
+                       scalar_arg(HT_DTYPE_F32, ht_float(3.125)), scalar_arg(HT_DTYPE_U32, ht_int(4000000000LL)),
+                       scalar_arg(HT_DTYPE_F64, ht_float(1e-300)), scalar_arg(HT_DTYPE_I64, ht_int(-1099511627776LL)),
+                       scalar_arg(HT_DTYPE_F32, ht_float(-0.5)), scalar_arg(HT_DTYPE_U64, ht_int(48879LL << 32)),
+                       scalar_arg(HT_DTYPE_F64, ht_float(6.0e200)), scalar_arg(HT_DTYPE_F32, ht_float(7.75)),
+                       scalar_arg(HT_DTYPE_F64, ht_float(-8.5)), scalar_arg(HT_DTYPE_F32, ht_float(9.0))};
+    ht_launch l = {.dims = 1, .global = {1}, .n_args = k ? 16 : 9, .args = k ? spills : fits};
+    double t, o[16];
+    for (int call = 0; call < 2; call++) { /* the second call with the description kept */
+      memset(o, 0, sizeof o);
+      assert_int_equal(ht_device_buffer_write(dev, out, o, sizeof o, &t), HT_OK);
+      assert_int_equal(ht_device_launch(dev, p, &l, &t), HT_OK);
+      assert_int_equal(ht_device_buffer_read(dev, out, o, sizeof o, &t), HT_OK);
+      for (int i = 0; i < (k ? 6 : 5); i++)
+        if (o[i] != ints[i]) fail_msg("%s: integer %d arrived as %.17g, sent %.17g", k ? "spills" : "fits", i, o[i], ints[i]);
+      const double fits_reals[] = {1.5, -2.25, 3.125};
+      for (int i = 0; i < (k ? 9 : 3); i++) {
+        double want = k ? reals[i] : fits_reals[i], got = o[(k ? 6 : 5) + i];
+        if (got != want) fail_msg("%s: real %d arrived as %.17g, sent %.17g", k ? "spills" : "fits", i, got, want);
+      }
+    }
+    ht_device_program_free(dev, p);
+  }
+  ht_device_buffer_free(dev, out);
+  ht_device_close(dev);
+}
+
 static void test_c_cache(void **state) {
   (void)state;
   ht_device *dev = open_or_fail("c:0");
@@ -585,7 +644,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler), cmocka_unit_test(test_c_probe_kept_across_processes),
       cmocka_unit_test(test_c_probe_path_current_folder),
-      cmocka_unit_test(test_c_probe_follows_affinity),     cmocka_unit_test(test_c_vadd),      cmocka_unit_test(test_c_cache),
+      cmocka_unit_test(test_c_probe_follows_affinity),     cmocka_unit_test(test_c_vadd), cmocka_unit_test(test_c_scalar_types),      cmocka_unit_test(test_c_cache),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_c_openmp),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
       cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),

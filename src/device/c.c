@@ -1,9 +1,8 @@
 /* The "c" backend: this CPU. Kernels are C functions compiled by the system compiler into a
- * cached shared object, loaded with dlopen and called through libffi. */
+ * cached shared object, loaded with dlopen and called with its arguments (c_call.h). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ffi.h>
 #include <gnu/libc-version.h>
 #include <limits.h>
 #include <pthread.h>
@@ -19,6 +18,7 @@
 #include "core/cpus.h"
 #include "core/memory.h"
 #include "device/backend.h"
+#include "device/c_call.h"
 #include "hetune/stop.h"
 
 
@@ -26,19 +26,10 @@
 static const char *const base_flags[] = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"};
 enum { N_BASE = (int)(sizeof base_flags / sizeof base_flags[0]) };
 
-/* The vectors of a call with up to INLINE_ARGS arguments are inside its struct (ffi_args), and so
- * is a program's prepared call description. */
-enum { INLINE_ARGS = 16 };
-
 typedef struct c_program {
   void *handle;
   void (*fn)(void);
-  /* The call's description, prepared by libffi at the first launch and kept (the argument types are
-   * the spec's, the same at every launch): preparing it each time was a tenth of a small call. */
-  pthread_mutex_t cif_mu;
-  int cif_ready, cif_n; /* cif_ready: set (atomically) once cif and cif_types are written */
-  ffi_cif cif;
-  ffi_type *cif_types[INLINE_ARGS];
+  ht_c_call_desc call; /* its call described once (c_call.h) */
 } c_program;
 
 typedef struct c_buffer {
@@ -421,7 +412,7 @@ static ht_status load_program(const char *sofile, const c_cache_entry *e, const 
     return ht_error(HT_ERR_NOMEM, "out of memory");
   }
   p->handle = h;
-  pthread_mutex_init(&p->cif_mu, NULL);
+  ht_c_call_desc_init(&p->call);
   /* POSIX guarantees dlsym results convert to function pointers; memcpy avoids the pedantic cast. */
   memcpy(&p->fn, &sym, sizeof p->fn);
   *out = p;
@@ -520,113 +511,24 @@ static void c_program_free(ht_device *dev, ht_program *prog) {
   c_program *p = (c_program *)prog;
   if (!p) return;
   if (p->handle) dlclose(p->handle);
-  pthread_mutex_destroy(&p->cif_mu);
+  ht_c_call_desc_destroy(&p->call);
   free(p);
 }
 
 /* ---- launch ---- */
 
-static ffi_type *ffi_type_of(ht_dtype t) {
-  switch (t) {
-  case HT_DTYPE_F32: return &ffi_type_float;
-  case HT_DTYPE_F64: return &ffi_type_double;
-  case HT_DTYPE_I32: return &ffi_type_sint32;
-  case HT_DTYPE_U32: return &ffi_type_uint32;
-  case HT_DTYPE_I64: return &ffi_type_sint64;
-  case HT_DTYPE_U64: return &ffi_type_uint64;
-  case HT_DTYPE_I8: return &ffi_type_sint8;
-  case HT_DTYPE_U8: return &ffi_type_uint8;
-  default: return NULL;
-  }
-}
+static void *host_of(ht_buffer *b) { return ((c_buffer *)b)->ptr; }
 
-/* A call's vectors; up to INLINE_ARGS arguments inside the struct (on the caller's stack for a
- * synchronous launch): an allocation and a free were a tenth of a small call. */
-typedef struct ffi_args {
-  ffi_cif cif;
-  ffi_type **types;
-  void **values;
-  ht_scalar *scalars;
-  void **ptrs;
-  void *heap; /* the four vectors of a longer call, in one block */
-  ffi_type *types_in[INLINE_ARGS];
-  void *values_in[INLINE_ARGS];
-  ht_scalar scalars_in[INLINE_ARGS];
-  void *ptrs_in[INLINE_ARGS];
-} ffi_args;
-
-static void ffi_args_free(ffi_args *a) { free(a->heap); }
-
-static size_t aligned(size_t n) {
-  const size_t a = _Alignof(max_align_t);
-  return (n + a - 1) / a * a;
-}
-
-/* The call's argument vectors; a stop-flag argument gets the pointer stop. */
-static ht_status ffi_args_fill(const ht_launch *l, volatile int32_t *stop, ffi_args *a) {
-  size_t n = l->n_args > 0 ? (size_t)l->n_args : 1;
-  if (n <= INLINE_ARGS) {
-    a->types = a->types_in, a->values = a->values_in, a->scalars = a->scalars_in, a->ptrs = a->ptrs_in;
-  } else { /* one allocation for the four vectors */
-    const size_t at_values = aligned(n * sizeof *a->types), at_scalars = at_values + aligned(n * sizeof *a->values),
-                 at_ptrs = at_scalars + aligned(n * sizeof *a->scalars);
-    char *m = a->heap = calloc(1, at_ptrs + n * sizeof *a->ptrs);
-    if (!m) return ht_error(HT_ERR_NOMEM, "out of memory");
-    a->types = (ffi_type **)m;
-    a->values = (void **)(m + at_values);
-    a->scalars = (ht_scalar *)(m + at_scalars);
-    a->ptrs = (void **)(m + at_ptrs);
-  }
-  for (int i = 0; i < l->n_args; i++) {
-    const ht_arg *arg = &l->args[i];
-    if (arg->is_buffer || arg->is_stop_flag) {
-      a->ptrs[i] = arg->is_buffer ? ((c_buffer *)arg->buf)->ptr : (void *)(uintptr_t)stop;
-      a->types[i] = &ffi_type_pointer;
-      a->values[i] = &a->ptrs[i];
-      continue;
-    }
-    a->types[i] = ffi_type_of(arg->type);
-    if (!a->types[i]) return ht_error(HT_ERR_INVALID, "argument %d: unknown scalar type %d", i, (int)arg->type);
-    ht_status s = ht_scalar_convert(arg->value, arg->type, i, &a->scalars[i]);
-    if (s) return s;
-    a->values[i] = &a->scalars[i];
-  }
-  return HT_OK;
-}
-
-/* Checks the launch and describes the call to libffi. The global/local sizes mean nothing to a C
- * function: it gets only its arguments and does its own threading (OpenMP). Ids have no offset
- * to start from either, so an offset is refused rather than ignored. */
-/* a->cif for the types in a->types: the program's kept description when they are its, else one
- * prepared now (and kept, the first time). */
-static ht_status describe_call(c_program *p, int n, ffi_args *a) {
-  const size_t bytes = sizeof *a->types * (size_t)n;
-  if (n <= INLINE_ARGS && __atomic_load_n(&p->cif_ready, __ATOMIC_ACQUIRE) && p->cif_n == n &&
-      !memcmp(p->cif_types, a->types, bytes)) {
-    a->cif = p->cif; /* its argument types are p->cif_types, never written again */
-    return HT_OK;
-  }
-  if (ffi_prep_cif(&a->cif, FFI_DEFAULT_ABI, (unsigned)n, &ffi_type_void, a->types) != FFI_OK)
-    return ht_error(HT_ERR_RUNTIME, "launch: libffi cannot describe the call (%d arguments)", n);
-  if (n > INLINE_ARGS || __atomic_load_n(&p->cif_ready, __ATOMIC_ACQUIRE)) return HT_OK;
-  pthread_mutex_lock(&p->cif_mu);
-  if (!p->cif_ready) {
-    memcpy(p->cif_types, a->types, bytes);
-    p->cif_n = n;
-    if (ffi_prep_cif(&p->cif, FFI_DEFAULT_ABI, (unsigned)n, &ffi_type_void, p->cif_types) == FFI_OK)
-      __atomic_store_n(&p->cif_ready, 1, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&p->cif_mu);
-  return HT_OK;
-}
-
-static ht_status prepare_call(ht_program *prog, const ht_launch *l, volatile int32_t *stop, ffi_args *a) {
+/* Checks the launch and fills the call's arguments (c_call.h). The global/local sizes mean nothing
+ * to a C function: it gets only its arguments and does its own threading (OpenMP). Ids have no
+ * offset to start from either, so an offset is refused rather than ignored. */
+static ht_status prepare_call(ht_program *prog, const ht_launch *l, volatile int32_t *stop, ht_c_call *a) {
   c_program *p = (c_program *)prog;
+  a->heap = NULL;
   if (!p || !p->fn) return ht_error(HT_ERR_INVALID, "launch: no program");
   ht_status s = ht_launch_check(l);
   if (!s) s = ht_launch_no_offset(l, "c");
-  if (!s) s = ffi_args_fill(l, stop, a);
-  if (!s) s = describe_call(p, l->n_args, a);
+  if (!s) s = ht_c_call_prepare(&p->call, l, host_of, stop, a);
   return s;
 }
 
@@ -634,15 +536,14 @@ static ht_status c_launch(ht_device *dev, ht_program *prog, const ht_launch *l, 
   (void)dev;
   ht_stop_block stop; /* nobody can cancel a synchronous launch: the flag stays 0, no slots */
   ht_stop_block_init(&stop, 0);
-  ffi_args a;
-  a.heap = NULL; /* the rest is filled in: zeroing the whole struct cost more than the call */
+  ht_c_call a; /* filled in: zeroing the whole struct cost more than a small call */
   ht_status s = prepare_call(prog, l, &stop.stop, &a);
   if (!s) {
     double t0 = ht_now();
-    ffi_call(&a.cif, ((c_program *)prog)->fn, NULL, a.values);
+    ht_c_call_run(((c_program *)prog)->fn, &a);
     if (kernel_s) *kernel_s = ht_now() - t0;
   }
-  ffi_args_free(&a);
+  ht_c_call_free(&a);
   return s;
 }
 
@@ -652,7 +553,7 @@ typedef struct c_event {
   pthread_mutex_t mu;
   pthread_cond_t cv;      /* signalled when the call has returned */
   void (*fn)(void);
-  ffi_args args;
+  ht_c_call args;
   ht_stop_block stop;     /* the launch's stop flag and signal slots, raised by c_cancel */
   int done;              /* set (atomically, under mu) when the call has returned */
   double kernel_s;
@@ -661,7 +562,7 @@ typedef struct c_event {
 static void call_job(void *arg) {
   c_event *e = arg;
   double t0 = ht_now();
-  ffi_call(&e->args.cif, e->fn, NULL, e->args.values);
+  ht_c_call_run(e->fn, &e->args);
   e->kernel_s = ht_now() - t0;
 }
 
@@ -674,7 +575,7 @@ static void call_done(void *arg) {
 }
 
 static void c_event_free(c_event *e) {
-  ffi_args_free(&e->args);
+  ht_c_call_free(&e->args);
   ht_stop_block_free(&e->stop);
   pthread_cond_destroy(&e->cv);
   pthread_mutex_destroy(&e->mu);
