@@ -66,7 +66,8 @@ typedef struct ht_run_times {
 } ht_run_times;
 
 /* sizes: the spec's problem sizes in its order (NULL: the spec's own). Each buffer's length comes
- * from its spec expression at these sizes; the caller's count must hold it. */
+ * from its spec expression at these sizes; the caller's count must hold it. out NULL: the call is
+ * not timed (on c and sim no clock is read: four reads were half of a small call). */
 ht_status ht_variant_run(ht_variant *v, const int64_t *sizes, const ht_host_arg *args, const ht_run_opts *opts,
                          ht_run_times *out);
 /* Builds (or loads from the cache) the program a call at sizes runs, which the first such call

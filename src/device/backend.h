@@ -23,7 +23,7 @@ typedef struct ht_backend_ops {
                        ht_compile_info *info);
   void (*program_free)(ht_device *dev, ht_program *p);
   /* Runs the kernel once, synchronously. *kernel_s: device time from events (OpenCL profiling,
-   * CUDA events) or CLOCK_MONOTONIC around the call (c). */
+   * CUDA events) or CLOCK_MONOTONIC around the call (c); NULL: not wanted (c reads no clock). */
   ht_status (*launch)(ht_device *dev, ht_program *p, const ht_launch *l, double *kernel_s);
   ht_status (*buffer_new)(ht_device *dev, size_t bytes, ht_buffer **out);
   ht_status (*buffer_write)(ht_device *dev, ht_buffer *b, const void *host, size_t bytes, double *seconds);

@@ -339,8 +339,11 @@ static ht_status run_repeat(ht_computation *c, const int64_t *sizes, const ht_ho
                             ht_run_times *times) {
   htd_repeat *r = &c->repeat;
   const ht_decision *d = &r->slot->d;
-  ht_run_times t;
-  ht_status st = ht_variant_run(r->run, sizes, args, NULL, &t);
+  ht_run_times t = {0};
+  /* a call neither fed back nor asked for its times is not timed: two clock reads or four, on a
+   * small call, cost more than dispatch */
+  const int fed_back = r->slot->sample_left <= 1;
+  ht_status st = ht_variant_run(r->run, sizes, args, NULL, fed_back || times ? &t : NULL);
   if (st) {
     r->armed = 0;
     return ht_error_prefix(st, "%s: running variant %d (%s): ", c->name, d->variant, c->v[d->variant].label);
@@ -352,10 +355,12 @@ static ht_status run_repeat(ht_computation *c, const int64_t *sizes, const ht_ho
   cached.decide_ns = 0;
   if (out) *out = cached;
   if (times) *times = t;
-  if (--r->slot->sample_left > 0) {
+  if (!fed_back) {
+    r->slot->sample_left--;
     if (r->entry >= 0) c->log[r->entry].skipped++;
     return HT_OK;
   }
+  r->slot->sample_left--;
   htd_feedback_at(c, cached.variant, sizes, r->key, r->rep, &cached, &t); /* the one call in sample_every */
   r->armed = r->cache_changes == c->cache.changes && r->log_changes == c->log_changes && r->slot->sample_every > 1;
   return HT_OK;
