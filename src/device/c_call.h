@@ -11,7 +11,7 @@
 #include "device/backend.h"
 
 #if defined(__x86_64__) && defined(__linux__)
-#include <xmmintrin.h>
+#include <emmintrin.h> /* SSE2: __m128 and the float and double moves */
 #define HT_C_CALL_REGISTERS 1
 #endif
 
