@@ -350,17 +350,16 @@ static ht_status run_repeat(ht_computation *c, const int64_t *sizes, const ht_ho
   }
   c->calls++;
   c->v[d->variant].probed_at = c->calls;
-  ht_decision cached = *d;
-  cached.source = HT_SRC_CACHED;
-  cached.decide_ns = 0;
-  if (out) *out = cached;
+  r->slot->sample_left--;
   if (times) *times = t;
-  if (!fed_back) {
-    r->slot->sample_left--;
+  if (out) *out = *d, out->source = HT_SRC_CACHED, out->decide_ns = 0;
+  if (!fed_back) { /* counted in the log, nothing more: no copy of the decision either */
     if (r->entry >= 0) c->log[r->entry].skipped++;
     return HT_OK;
   }
-  r->slot->sample_left--;
+  ht_decision cached = *d;
+  cached.source = HT_SRC_CACHED;
+  cached.decide_ns = 0;
   htd_feedback_at(c, cached.variant, sizes, r->key, r->rep, &cached, &t); /* the one call in sample_every */
   r->armed = r->cache_changes == c->cache.changes && r->log_changes == c->log_changes && r->slot->sample_every > 1;
   return HT_OK;
