@@ -107,26 +107,27 @@ static void to_registers(int n, ht_c_call *c) {
 }
 #endif
 
-/* c->cif for the types in c->types: the program's kept description when they are its, else one
- * prepared now (and kept, the first time). */
+/* c->cif for the types in c->types: the program's kept description (written at its first launch)
+ * when they are its, else one prepared for this call. */
 static ht_status describe(ht_c_call_desc *d, int n, ht_c_call *c) {
   const size_t bytes = sizeof *c->types * (size_t)n;
+  if (n <= HT_C_CALL_INLINE && !__atomic_load_n(&d->ready, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&d->mu);
+    if (!d->ready) {
+      memcpy(d->types, c->types, bytes);
+      d->n = n;
+      if (ffi_prep_cif(&d->cif, FFI_DEFAULT_ABI, (unsigned)n, &ffi_type_void, d->types) == FFI_OK)
+        __atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&d->mu);
+  }
   if (n <= HT_C_CALL_INLINE && __atomic_load_n(&d->ready, __ATOMIC_ACQUIRE) && d->n == n &&
       !memcmp(d->types, c->types, bytes)) {
-    c->cif = d->cif; /* its argument types are d->types */
+    c->cif = d->cif; /* its argument types are d->types, never written again */
     return HT_OK;
   }
   if (ffi_prep_cif(&c->cif, FFI_DEFAULT_ABI, (unsigned)n, &ffi_type_void, c->types) != FFI_OK)
     return ht_error(HT_ERR_RUNTIME, "launch: libffi cannot describe the call (%d arguments)", n);
-  if (n > HT_C_CALL_INLINE || __atomic_load_n(&d->ready, __ATOMIC_ACQUIRE)) return HT_OK;
-  pthread_mutex_lock(&d->mu);
-  if (!d->ready) {
-    memcpy(d->types, c->types, bytes);
-    d->n = n;
-    if (ffi_prep_cif(&d->cif, FFI_DEFAULT_ABI, (unsigned)n, &ffi_type_void, d->types) == FFI_OK)
-      __atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&d->mu);
   return HT_OK;
 }
 
