@@ -370,6 +370,22 @@ static void test_c_cache(void **state) {
   ht_device_close(dev);
 }
 
+/* A cached kernel's system headers (under /usr, not /usr/local) are checked again only after a
+ * while; its own headers at every lookup (test_cache.c, test_header_edit_c). */
+static void test_c_system_headers_rechecked_later(void **state) {
+  (void)state;
+  assert_true(ht_c_file_recheck_s("/usr/include/stdint.h") == HT_SYSTEM_FILE_RECHECK_S);
+  assert_true(ht_c_file_recheck_s("/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h") > 0);
+  assert_true(ht_c_file_recheck_s("/usr/local/include/value.h") == 0);
+  assert_true(ht_c_file_recheck_s("/usr/../tmp/value.h") == 0);
+  assert_true(ht_c_file_recheck_s("/home/me/kernels/value.h") == 0);
+  assert_true(ht_c_file_recheck_s("/usr") == 0);
+  uint64_t a = 0, b = 1;
+  assert_int_equal(ht_c_file_hash("/usr/include/stdint.h", &a), HT_OK);
+  assert_int_equal(ht_c_file_hash("/usr/include/stdint.h", &b), HT_OK);
+  assert_true(a == b);
+}
+
 static void test_c_errors(void **state) {
   (void)state;
   ht_device *dev = open_or_fail("c");
@@ -645,6 +661,7 @@ int main(void) {
       cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler), cmocka_unit_test(test_c_probe_kept_across_processes),
       cmocka_unit_test(test_c_probe_path_current_folder),
       cmocka_unit_test(test_c_probe_follows_affinity),     cmocka_unit_test(test_c_vadd), cmocka_unit_test(test_c_scalar_types),      cmocka_unit_test(test_c_cache),
+      cmocka_unit_test(test_c_system_headers_rechecked_later),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_c_openmp),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
       cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),

@@ -181,8 +181,13 @@ ht_status ht_c_cache_lookup(const char *sofile, const ht_source *src, c_cache_en
  * HT_ERR_NOTFOUND saying why otherwise. */
 ht_status ht_c_cache_dlopen(const char *sofile, const c_cache_entry *e, void **handle);
 /* The content hash of the file at path, remembered while its status (size, times, inode) stays
- * the same: a stat, not a read, for a file hashed before. */
+ * the same: a stat, not a read, for a file hashed before; for a system file, not even a stat
+ * until ht_c_file_recheck_s(path) has passed since the last. */
 ht_status ht_c_file_hash(const char *path, uint64_t *h);
+/* How long the remembered status of path is trusted without a stat: HT_SYSTEM_FILE_RECHECK_S for
+ * a system file (under /usr but not /usr/local: a package upgrade changes it), 0 otherwise. */
+#define HT_SYSTEM_FILE_RECHECK_S 1.0
+double ht_c_file_recheck_s(const char *path);
 
 /* The first line of log that mentions "error" (else the first non-empty line), copied into out. */
 void ht_first_error_line(const char *log, char *out, size_t len);
