@@ -370,6 +370,39 @@ static void test_c_cache(void **state) {
   ht_device_close(dev);
 }
 
+/* A linker that refuses the link options that make loading cheaper (gold) still builds every
+ * kernel: the build runs again without them, in a child, since the process stops asking. */
+static void test_c_gold_linker(void **state) {
+  (void)state;
+  if (access("/usr/bin/ld.gold", X_OK) != 0) skip();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("HETUNE_CC", "cc -fuse-ld=gold", 1);
+    ht_device *dev = NULL;
+    ht_program *p = NULL;
+    ht_compile_info info = {0};
+    char fresh[32];
+    int salt = (int)(getpid() % 100000); /* a key never built before */
+    snprintf(fresh, sizeof fresh, "%d.75f", salt);
+    int ok = ht_device_open("c:0", &dev) == HT_OK && c_compile(dev, c_vadd, "vadd", fresh, &p, &info) == HT_OK &&
+             !info.cached;
+    float a[3] = {1, 2, 3}, b[3] = {0}, c[3] = {0};
+    ht_buffer *ba = ok ? new_buffer(dev, a, sizeof a) : NULL, *bb = ok ? new_buffer(dev, b, sizeof b) : NULL,
+              *bc = ok ? new_buffer(dev, c, sizeof c) : NULL;
+    ht_arg args[] = {buf_arg(ba, HT_DTYPE_F32), buf_arg(bb, HT_DTYPE_F32), buf_arg(bc, HT_DTYPE_F32),
+                     scalar_arg(HT_DTYPE_I32, ht_int(3)), scalar_arg(HT_DTYPE_F32, ht_float(2.0)),
+                     scalar_arg(HT_DTYPE_F64, ht_int(0))};
+    ht_launch l = {.dims = 1, .global = {3}, .n_args = 6, .args = args};
+    double t;
+    ok = ok && ht_device_launch(dev, p, &l, &t) == HT_OK && ht_device_buffer_read(dev, bc, c, sizeof c, &t) == HT_OK;
+    _exit(ok && fabsf(c[0] - (2.75f + (float)salt)) < 0.01f && fabsf(c[2] - (6.75f + (float)salt)) < 0.01f ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* A cached kernel's system headers (under /usr, not /usr/local) are checked again only after a
  * while; its own headers at every lookup (test_cache.c, test_header_edit_c). */
 static void test_c_system_headers_rechecked_later(void **state) {
@@ -661,7 +694,7 @@ int main(void) {
       cmocka_unit_test(test_c_probe), cmocka_unit_test(test_c_probe_follows_compiler), cmocka_unit_test(test_c_probe_kept_across_processes),
       cmocka_unit_test(test_c_probe_path_current_folder),
       cmocka_unit_test(test_c_probe_follows_affinity),     cmocka_unit_test(test_c_vadd), cmocka_unit_test(test_c_scalar_types),      cmocka_unit_test(test_c_cache),
-      cmocka_unit_test(test_c_system_headers_rechecked_later),
+      cmocka_unit_test(test_c_gold_linker), cmocka_unit_test(test_c_system_headers_rechecked_later),
       cmocka_unit_test(test_c_errors),    cmocka_unit_test(test_c_openmp),    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_device_list),
       cmocka_unit_test(test_cl_probe),    cmocka_unit_test(test_cl_vadd),     cmocka_unit_test(test_cl_cache),
       cmocka_unit_test(test_cl_errors),   cmocka_unit_test(test_cuda_ptx),    cmocka_unit_test(test_cuda_probe),
