@@ -365,6 +365,19 @@ static void test_precompile(void **state) {
     assert_true(!res->compile_cached && lines_in(log) - runs == 5);
     assert_int_equal(ht_runner_evaluate(r, &cfgs[0], res), HT_OK);
     assert_true(res->compile_cached && res->compile_s == 0);
+    /* A batch all in the cache is loaded on the calling thread; the next one compiles what it
+     * must (3, its object deleted above; 1 and 6, new), the threads starting at the first. */
+    ht_config warm[2] = {config_of(1, 0), config_of(1, 0)}, mixed[4] = {config_of(1, 0), config_of(1, 3),
+                                                                       config_of(1, 1), config_of(1, 6)};
+    assert_int_equal(ht_runner_precompile(r, warm, 2), HT_OK);
+    assert_int_equal(lines_in(log) - runs, 5);
+    assert_int_equal(ht_runner_precompile(r, mixed, 4), HT_OK);
+    assert_int_equal(lines_in(log) - runs, 8);
+    assert_int_equal(ht_runner_evaluate(r, &mixed[0], res), HT_OK);
+    assert_true(res->status == HT_EVAL_OK && res->compile_cached);
+    assert_int_equal(ht_runner_evaluate(r, &mixed[1], res), HT_OK);
+    assert_true(res->status == HT_EVAL_CORRECTNESS && !res->compile_cached && res->compile_s > 0);
+    assert_int_equal(lines_in(log) - runs, 8);
     ht_config bad[2] = {config_of(1, 0), config_of(1, 99)};
     assert_int_equal(ht_runner_precompile(r, bad, 2), HT_ERR_INVALID);
     assert_int_equal(ht_runner_precompile(r, cfgs, HT_MAX_PRECOMPILE + 1), HT_ERR_INVALID);

@@ -50,6 +50,7 @@ struct ht_evaluator {
   ht_threads baseline; /* the threads that ran before the config */
   prebuilt *pre;       /* configs ht_evaluator_precompile built, with their build times */
   int n_pre;
+  int pre_all_cached; /* the last batch built ahead was all in the cache */
 };
 
 const ht_device_info *ht_evaluator_device(const ht_evaluator *ev) { return &ev->dev->info; }
@@ -529,19 +530,27 @@ static prebuilt build_one(ht_evaluator *ev, const ht_config *cfg, ht_value *vars
   return b;
 }
 
-static void *precompile_thread(void *arg) {
-  precompile_job *j = arg;
+/* Builds the job's configs not taken yet, one after another; with until_compile, stops after the
+ * first that had to be compiled (it was not in the cache). 1 when it stopped so. */
+static int build_queued(precompile_job *j, int until_compile) {
   ht_value *vars = calloc((size_t)j->ev->spec->n_names, sizeof *vars);
+  int compiled = 0;
   ht_run_capture_limit(j->ev->opt.compile_timeout_s, "compile timeout");
-  while (vars) {
+  while (vars && !compiled) {
     pthread_mutex_lock(&j->mu);
     int i = j->next++;
     pthread_mutex_unlock(&j->mu);
     if (i >= j->n) break;
     j->built[i] = build_one(j->ev, &j->cfgs[i], vars);
+    compiled = until_compile && j->built[i].seconds >= 0;
   }
   ht_run_capture_limit(0, NULL);
   free(vars);
+  return compiled;
+}
+
+static void *precompile_thread(void *arg) {
+  build_queued(arg, 0);
   return NULL;
 }
 
@@ -557,6 +566,10 @@ static void keep_prebuilt(ht_evaluator *ev, prebuilt *built, int n) {
     }
 }
 
+/* Threads pay only when something compiles: four cached kernels took 0.7 ms to look up and load
+ * in two threads (their start, the loader's lock) and 0.5 ms on this one. So after a batch that
+ * was all in the cache, the next is built here until a kernel has to be compiled; then the
+ * threads start for the rest. */
 void ht_evaluator_precompile(ht_evaluator *ev, const ht_config *cfgs, int n, int jobs) {
   if (n < 2 || !(ht_device_caps(ev->dev) & HT_CAP_PARALLEL_COMPILE)) return;
   if (jobs < 1) jobs = 1;
@@ -565,11 +578,13 @@ void ht_evaluator_precompile(ht_evaluator *ev, const ht_config *cfgs, int n, int
   pthread_t th[MAX_JOBS];
   precompile_job j = {ev, cfgs, n, 0, PTHREAD_MUTEX_INITIALIZER, calloc((size_t)n, sizeof(prebuilt))};
   for (int i = 0; j.built && i < n; i++) j.built[i].seconds = -1;
-  int started = 0;
-  for (; j.built && started < jobs && started < MAX_JOBS; started++)
+  int started = 0, threads = j.built && (!ev->pre_all_cached || build_queued(&j, 1));
+  for (; threads && started < jobs && started < MAX_JOBS && j.next < n; started++)
     if (pthread_create(&th[started], NULL, precompile_thread, &j) != 0) break;
-  if (j.built && started == 0) precompile_thread(&j); /* no thread could start: build here */
+  if (j.built && started == 0) build_queued(&j, 0); /* no thread could start: build here */
   for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  ev->pre_all_cached = j.built != NULL;
+  for (int i = 0; j.built && i < n; i++) ev->pre_all_cached &= j.built[i].prog && j.built[i].seconds < 0;
   if (j.built) keep_prebuilt(ev, j.built, n);
   free(j.built);
   pthread_mutex_destroy(&j.mu);
