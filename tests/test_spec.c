@@ -372,6 +372,75 @@ static void test_verify_types_and_sizes(void **state) {
   if (!strstr(msg, "d[1]")) fail_msg("message: %s", msg);
 }
 
+/* The float and double checks against a plain loop written from their definition, on random data
+ * with awkward values (NaN, infinities, signed zeros, subnormals, differences right at the
+ * tolerance), at sizes that end anywhere: the same count of elements that differ, and of elements
+ * left as they were. */
+static size_t expected_bad(ht_dtype t, const void *out, const void *ref, size_t n, double rtol, double atol) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double o = t == HT_DTYPE_F32 ? ((const float *)out)[i] : ((const double *)out)[i];
+    double r = t == HT_DTYPE_F32 ? ((const float *)ref)[i] : ((const double *)ref)[i];
+    if (!isfinite(o) || (isfinite(r) && fabs(o - r) > atol + rtol * fabs(r)) || (isinf(r) && o != r)) bad++;
+  }
+  return bad;
+}
+
+static double awkward(ht_rng *g) {
+  static const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-310, 1e-40, 3.0e38, -1.0};
+  return ht_rng_uniform(g) < 0.1 ? special[ht_rng_below(g, 9)] : (ht_rng_uniform(g) - 0.5) * 200;
+}
+
+static void test_verify_counts_random(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 3, 17, 255, 1000, 4099};
+  static double ref[4099], out[4099], init[4099];
+  char msg[512], want[96];
+  ht_rng g;
+  ht_rng_seed(&g, 7);
+  for (int ti = 0; ti < 2; ti++)
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+      for (int trial = 0; trial < 20; trial++) {
+        ht_dtype t = ti ? HT_DTYPE_F64 : HT_DTYPE_F32;
+        size_t n = sizes[si];
+        int tight = trial % 2;
+        for (size_t i = 0; i < n; i++) {
+          double r = awkward(&g), u = ht_rng_uniform(&g);
+          double o = u < 0.6 ? r : u < 0.8 ? r * (1 + (tight ? 1e-12 : 1e-5) * (ht_rng_uniform(&g) - 0.5)) : awkward(&g);
+          double in = u < 0.05 ? o : 0;
+          if (t == HT_DTYPE_F32) ((float *)ref)[i] = (float)r, ((float *)out)[i] = (float)o, ((float *)init)[i] = (float)in;
+          else ref[i] = r, out[i] = o, init[i] = in;
+        }
+        double rtol = tight ? 1e-6 : 0, atol = tight ? 0 : 1e-3;
+        size_t bad = expected_bad(t, out, ref, n, rtol, atol);
+        int r = ht_verify_buffer("v", t, out, ref, NULL, n, rtol, atol, msg, sizeof msg);
+        snprintf(want, sizeof want, " %zu of %zu elements differ", bad, n);
+        if (r != (bad > 0) || (bad && !strstr(msg, want)))
+          fail_msg("%s n=%zu trial %d: expected %zu differing, got %d: %s", ht_dtype_name(t), n, trial, bad, r, r ? msg : "");
+        /* left as they were: finite values, every one within a huge tolerance */
+        double max_ref = 0;
+        for (size_t i = 0; i < n; i++) {
+          double rv = (ht_rng_uniform(&g) - 0.5) * 200, u = ht_rng_uniform(&g);
+          double in = u < 0.3 ? rv : u < 0.5 ? rv * (1 + 1e-9) : u < 0.6 ? 0 : -rv;
+          double ov = ht_rng_uniform(&g) < 0.3 ? in : rv;
+          if (t == HT_DTYPE_F32) ((float *)ref)[i] = (float)rv, ((float *)out)[i] = (float)ov, ((float *)init)[i] = (float)in;
+          else ref[i] = rv, out[i] = ov, init[i] = in;
+          max_ref = fmax(max_ref, fabs(t == HT_DTYPE_F32 ? (double)(float)rv : rv));
+        }
+        double noise = 64 * (t == HT_DTYPE_F32 ? 0x1p-23 : 0x1p-52) * max_ref;
+        size_t left = 0, es = ht_dtype_size(t);
+        for (size_t i = 0; i < n; i++) {
+          double rv = t == HT_DTYPE_F32 ? ((float *)ref)[i] : ref[i], in = t == HT_DTYPE_F32 ? ((float *)init)[i] : init[i];
+          left += memcmp((char *)out + i * es, (char *)init + i * es, es) == 0 && fabs(rv - in) > noise;
+        }
+        r = ht_verify_buffer("v", t, out, ref, init, n, 1e9, 1e9, msg, sizeof msg);
+        snprintf(want, sizeof want, " %zu of %zu elements left as they were", left, n);
+        if (r != (left > 0) || (left && !strstr(msg, want)))
+          fail_msg("%s n=%zu trial %d: expected %zu left as they were, got %d: %s", ht_dtype_name(t), n, trial, left, r,
+                   r ? msg : "");
+      }
+}
+
 static ht_config mode(int m) {
   ht_config c;
   memset(&c, 0, sizeof c);
@@ -440,7 +509,7 @@ int main(void) {
       cmocka_unit_test(test_shipped_specs_load),
       cmocka_unit_test(test_signature_check_cache),
       cmocka_unit_test(test_unchanged_output_fails),
-      cmocka_unit_test(test_verify_types_and_sizes),
+      cmocka_unit_test(test_verify_types_and_sizes), cmocka_unit_test(test_verify_counts_random),
       cmocka_unit_test(test_off_by_one_kernel),
       cmocka_unit_test(test_off_by_one_is_not_stored_as_verified),
       cmocka_unit_test(test_generated_specs_load),

@@ -1,4 +1,5 @@
 /* Output verification and input generation. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,25 @@ static void same_bits_block(size_t es, const void *a, const void *b, size_t i0, 
   }
 }
 
+/* Float and double outputs, the usual case, are checked by loops of their own type that the compiler
+ * can vectorize (this file is built with -O3): three times faster than through blocks of doubles,
+ * which on an output of 16 M floats saves tens of milliseconds per config. */
+#define LARGEST_AS(NAME, T)                                    \
+  static double NAME(const T *p, size_t n) {                   \
+    double max = 0;                                            \
+    for (size_t i = 0; i < n; i++) {                           \
+      double r = fabs((double)p[i]);                           \
+      max = r <= DBL_MAX && r > max ? r : max;                 \
+    }                                                          \
+    return max;                                                \
+  }
+LARGEST_AS(largest_f32, float)
+LARGEST_AS(largest_f64, double)
+#undef LARGEST_AS
+
 static double largest_finite(ht_dtype type, const void *p, size_t n) {
+  if (type == HT_DTYPE_F32) return largest_f32(p, n);
+  if (type == HT_DTYPE_F64) return largest_f64(p, n);
   double v[BLOCK], max = 0;
   for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
     size_t k = n - i0 < BLOCK ? n - i0 : BLOCK;
@@ -107,8 +126,32 @@ typedef struct tally {
   size_t bad, unchanged;
 } tally;
 
+/* count_block for float and double: differs() and the unchanged test, element by element. */
+#define COUNT_AS(NAME, T, BITS)                                                                       \
+  static tally NAME(const T *out, const T *ref, const T *init, size_t n, double rtol, double atol,     \
+                    double noise) {                                                                   \
+    size_t bad = 0, unchanged = 0;                                                                    \
+    for (size_t i = 0; i < n; i++) {                                                                  \
+      double o = out[i], r = ref[i], ar = fabs(r);                                                    \
+      int o_bad = !(fabs(o) <= DBL_MAX); /* NaN or infinite */                                        \
+      bad += (size_t)(o_bad | ((ar <= DBL_MAX) & (fabs(o - r) > atol + rtol * ar)) | ((ar == INFINITY) & (o != r))); \
+    }                                                                                                 \
+    for (size_t i = 0; init && i < n; i++) {                                                          \
+      BITS bo, bi;                                                                                    \
+      memcpy(&bo, &out[i], sizeof bo);                                                                \
+      memcpy(&bi, &init[i], sizeof bi);                                                               \
+      unchanged += (size_t)((bo == bi) & (fabs((double)ref[i] - (double)init[i]) > noise));           \
+    }                                                                                                 \
+    return (tally){bad, unchanged};                                                                   \
+  }
+COUNT_AS(count_f32, float, uint32_t)
+COUNT_AS(count_f64, double, uint64_t)
+#undef COUNT_AS
+
 static tally count_block(ht_dtype type, const void *out, const void *ref, const void *init, size_t n, double rtol,
                          double atol, double noise) {
+  if (type == HT_DTYPE_F32) return count_f32(out, ref, init, n, rtol, atol, noise);
+  if (type == HT_DTYPE_F64) return count_f64(out, ref, init, n, rtol, atol, noise);
   double o[BLOCK], r[BLOCK], in[BLOCK];
   unsigned char eq[BLOCK];
   size_t es = ht_dtype_size(type);
