@@ -83,9 +83,8 @@ static int same_status(const memo_entry *m, const struct stat *st) {
          m->ctime.tv_sec == st->st_ctim.tv_sec && m->ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
-/* The remembered hash of path, read again no sooner than its recheck time allows. */
-static int memo_recent(const char *path, double now, uint64_t *h) {
-  memo_entry *m = &memo[ht_hash_str(path, 0) % MEMO_SLOTS];
+/* The hash m remembers for path, while its recheck time has not passed since its last stat. */
+static int memo_recent(memo_entry *m, const char *path, double now, uint64_t *h) {
   pthread_mutex_lock(&memo_lock);
   int hit = m->path && strcmp(m->path, path) == 0 && now - m->read_at < ht_c_file_recheck_s(path);
   if (hit) *h = m->hash;
@@ -95,10 +94,10 @@ static int memo_recent(const char *path, double now, uint64_t *h) {
 
 ht_status ht_c_file_hash(const char *path, uint64_t *h) {
   double now = ht_now();
-  if (memo_recent(path, now, h)) return HT_OK;
+  memo_entry *m = &memo[ht_hash_str(path, 0) % MEMO_SLOTS];
+  if (memo_recent(m, path, now, h)) return HT_OK;
   struct stat st;
   if (stat(path, &st) != 0) return ht_error(HT_ERR_IO, "%s: %s", path, strerror(errno));
-  memo_entry *m = &memo[ht_hash_str(path, 0) % MEMO_SLOTS];
   pthread_mutex_lock(&memo_lock);
   int hit = m->path && strcmp(m->path, path) == 0 && same_status(m, &st);
   if (hit) {
