@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -382,6 +383,63 @@ static void test_in_process_never_unloads_running_code(void **state) {
   assert_non_null(strstr(err, "config MODE=1 left threads running"));
 }
 
+static void *blocked_reader(void *arg) {
+  char c;
+  while (read(*(int *)arg, &c, 1) < 0 && errno == EINTR) {
+  }
+  return NULL;
+}
+
+/* Evaluates config m in r: 0 when the call and the config succeeded. */
+static int evaluate_ok(ht_runner *r, int m) {
+  static ht_result res;
+  ht_config c = mode(m);
+  if (ht_runner_evaluate(r, &c, &res)) return fprintf(stderr, "MODE=%d: %s\n", m, ht_last_error()), 1;
+  return res.status != HT_EVAL_OK;
+}
+
+/* Threads the tuner starts between configs (as OpenBLAS starts its pool for a strategy's Gaussian
+ * process) are not the next kernel's; a kernel built ahead in a batch that leaves a thread still is. */
+static void tuner_threads_between_configs(void) {
+  ht_spec *spec;
+  if (ht_spec_load(DATA "leftover_c.json", &spec)) _exit(3);
+  ht_runner_options o;
+  fast_options(&o);
+  o.isolate = 0;
+  ht_runner *r;
+  if (ht_runner_create(spec, "c", &o, &r)) _exit(4);
+  if (evaluate_ok(r, 0)) _exit(5);
+  int fd[2];
+  pthread_t t[2];
+  if (pipe(fd) || pthread_create(&t[0], NULL, blocked_reader, &fd[0])) _exit(6);
+  if (evaluate_ok(r, 0)) _exit(7);
+  ht_config batch[2] = {mode(5), mode(0)};
+  if (pthread_create(&t[1], NULL, blocked_reader, &fd[0]) || ht_runner_precompile(r, batch, 2)) _exit(8);
+  if (evaluate_ok(r, 5) || evaluate_ok(r, 0)) _exit(9);
+  close(fd[1]);
+  pthread_join(t[0], NULL);
+  pthread_join(t[1], NULL);
+  batch[0] = mode(1);
+  if (ht_runner_precompile(r, batch, 2) || evaluate_ok(r, 1)) _exit(10);
+  sleep_s(0.6);
+  static ht_result res;
+  ht_config c = mode(0);
+  if (ht_runner_evaluate(r, &c, &res) != HT_ERR_RUNTIME) _exit(11);
+  fprintf(stderr, "%s\n", ht_last_error());
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+  _exit(0);
+}
+
+static void test_tuner_threads_are_not_leftovers(void **state) {
+  (void)state;
+  char err[4096];
+  int rc = in_child(tuner_threads_between_configs, 60, err, sizeof err);
+  fprintf(stderr, "%s", err);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(err, "config MODE=1 left threads running"));
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(tmpdir, sizeof tmpdir, "/tmp/hetune-test-isolation-XXXXXX");
@@ -418,6 +476,7 @@ int main(void) {
     cmocka_unit_test(test_reference_failures_are_named),
     cmocka_unit_test(test_in_process_hang_is_bounded),
     cmocka_unit_test(test_in_process_never_unloads_running_code),
+    cmocka_unit_test(test_tuner_threads_are_not_leftovers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -47,7 +47,8 @@ struct ht_evaluator {
   int has_ref;
   const ht_spec_kernel *run; /* the kernel the device runs: the spec's, or its C reference (sim) */
   int watch;           /* what a kernel may leave running: 0 nothing (OpenCL, CUDA), 1 threads, 2 also processes */
-  ht_threads baseline; /* the threads that ran before the config */
+  ht_threads baseline; /* the threads that ran when the config started */
+  int baseline_before_batch; /* baseline listed before the batch built ahead was loaded */
   prebuilt *pre;       /* configs ht_evaluator_precompile built, with their build times */
   int n_pre;
   int pre_all_cached; /* the last batch built ahead was all in the cache */
@@ -486,11 +487,23 @@ static void run_config(run_state *rs, ht_result *r) {
   if (r->status == HT_EVAL_OK) compute_metrics(ev, r);
 }
 
+/* A failed listing leaves a short baseline: the check after the run then blames the config, never
+ * lets a leftover pass. */
+static void list_baseline(ht_evaluator *ev) {
+  if (ht_threads_list(&ev->baseline)) ht_error_clear();
+}
+
 int ht_evaluator_run(ht_evaluator *ev, const ht_config *cfg, ht_result *out, ht_progress_fn progress, void *ctx) {
   ht_result_init(out);
   double t0 = ht_now();
   ht_spec_bind(ev->spec, NULL, cfg, &ev->dev->info, ev->vars);
   run_state rs = {.ev = ev, .cfg = cfg, .progress = progress, .ctx = ctx};
+  /* Listed now, not at the end of the config before: in this process the tuner may start threads
+   * between configs (OpenBLAS's pool, for a strategy's Gaussian process), and they are not this
+   * kernel's. Unless a batch was just built ahead: then the list from before its kernels were
+   * loaded stands, so that what they started when loaded is seen. */
+  if (ev->watch && !ev->baseline_before_batch) list_baseline(ev);
+  ev->baseline_before_batch = 0;
   run_config(&rs, out);
   char left[160];
   int clean = !ev->watch || ht_leftovers_gone(&ev->baseline, ev->watch == 2, LEFTOVER_SETTLE_S, left, sizeof left);
@@ -572,6 +585,8 @@ static void keep_prebuilt(ht_evaluator *ev, prebuilt *built, int n) {
  * threads start for the rest. */
 void ht_evaluator_precompile(ht_evaluator *ev, const ht_config *cfgs, int n, int jobs) {
   if (n < 2 || !(ht_device_caps(ev->dev) & HT_CAP_PARALLEL_COMPILE)) return;
+  if (ev->watch) list_baseline(ev);
+  ev->baseline_before_batch = ev->watch != 0;
   if (jobs < 1) jobs = 1;
   if (jobs > n) jobs = n;
   enum { MAX_JOBS = 256 };

@@ -9,10 +9,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "measure/evaluator.h"
 
@@ -22,26 +24,59 @@ void ht_threads_free(ht_threads *t) {
   t->n = t->cap = 0;
 }
 
+/* /proc/self/task stays open between listings: read again from its start it costs a third of
+ * opening it anew. One lister at a time uses it; another, or a child after fork() (whose copy still
+ * names the parent's threads), opens its own. */
+static pthread_mutex_t task_dir_mu = PTHREAD_MUTEX_INITIALIZER;
+static DIR *task_dir;
+static pid_t task_dir_pid;
+
+static DIR *task_dir_take(int *kept) {
+  *kept = 0;
+  if (pthread_mutex_trylock(&task_dir_mu) != 0) return opendir("/proc/self/task");
+  pid_t me = getpid();
+  if (task_dir && task_dir_pid != me) {
+    closedir(task_dir);
+    task_dir = NULL;
+  }
+  if (task_dir) {
+    rewinddir(task_dir);
+  } else {
+    task_dir = opendir("/proc/self/task");
+    task_dir_pid = me;
+  }
+  if (task_dir) *kept = 1;
+  else pthread_mutex_unlock(&task_dir_mu);
+  return task_dir;
+}
+
+static void task_dir_give(DIR *d, int kept) {
+  if (kept) pthread_mutex_unlock(&task_dir_mu);
+  else if (d) closedir(d);
+}
+
 ht_status ht_threads_list(ht_threads *t) {
   t->n = 0;
-  DIR *d = opendir("/proc/self/task");
+  int kept;
+  DIR *d = task_dir_take(&kept);
   if (!d) return ht_error(HT_ERR_IO, "/proc/self/task: %s", strerror(errno));
+  ht_status st = HT_OK;
   for (struct dirent *e; (e = readdir(d));) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     if (t->n == t->cap) {
       int cap = t->cap ? 2 * t->cap : 64;
       pid_t *p = realloc(t->tid, sizeof *p * (size_t)cap);
       if (!p) {
-        closedir(d);
-        return ht_error(HT_ERR_NOMEM, "out of memory");
+        st = ht_error(HT_ERR_NOMEM, "out of memory");
+        break;
       }
       t->tid = p;
       t->cap = cap;
     }
     t->tid[t->n++] = (pid_t)atoi(e->d_name);
   }
-  closedir(d);
-  return HT_OK;
+  task_dir_give(d, kept);
+  return st;
 }
 
 /* Threads now that are not in `before`. */
