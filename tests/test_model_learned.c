@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #ifdef HT_HAVE_XGBOOST
+#include <cblas.h>
 #include <xgboost/c_api.h>
 #endif
 
@@ -419,6 +420,7 @@ static void test_blas_pool_left_while_threads_run(void **state) {
   (void)state;
   int fds[2];
   pthread_t t;
+  openblas_set_num_threads(openblas_get_num_threads()); /* starts the pool if it was ended */
   assert_int_equal(pipe(fds), 0);
   assert_int_equal(pthread_create(&t, NULL, wait_on_pipe, &fds[0]), 0);
   assert_int_equal(ht_gp_end_idle_blas_pool(), 0);
@@ -426,6 +428,33 @@ static void test_blas_pool_left_while_threads_run(void **state) {
   pthread_join(t, NULL);
   close(fds[0]);
   close(fds[1]);
+}
+
+static int threads_here(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  int n = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "Threads: %d", &n) == 1) break;
+  if (f) fclose(f);
+  return n;
+}
+
+/* The GP's one-thread BLAS section does not start OpenBLAS's pool again once it was ended: its
+ * threads would spin on the other cores beside the next kernel measured. */
+static void test_gp_blas_leaves_the_pool_ended(void **state) {
+  (void)state;
+  int threads = openblas_get_num_threads();
+  openblas_set_num_threads(threads); /* starts the pool if it was ended */
+  int ended = ht_gp_end_idle_blas_pool();
+  int before = threads_here();
+  int saved = ht_gp_blas_begin();
+  assert_int_equal(openblas_get_num_threads(), 1);
+  if (ended) assert_int_equal(threads_here(), before);
+  ht_gp_blas_end(saved);
+  assert_int_equal(openblas_get_num_threads(), threads);
+  if (ended) assert_int_equal(threads_here(), before);
+  if (!ended) print_message("OpenBLAS's pool was not ended here: only the count was checked\n");
 }
 
 static int present(void **state) {
@@ -454,6 +483,7 @@ int main(void) {
       cmocka_unit_test(test_gp_uncertainty),
       cmocka_unit_test(test_kinds_of_this_build),
       cmocka_unit_test(test_blas_pool_left_while_threads_run),
+      cmocka_unit_test(test_gp_blas_leaves_the_pool_ended),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

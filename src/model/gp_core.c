@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <cblas.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <lapacke.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,9 +328,19 @@ static int threads_now(void) {
   return n;
 }
 
+/* OpenBLAS's own thread count and pool state (its pthreads build); NULL in another library. */
+static int *blas_cpus, *blas_pool_up;
+static pthread_once_t blas_globals_once = PTHREAD_ONCE_INIT;
+static void find_blas_globals(void) {
+  blas_cpus = dlsym(RTLD_DEFAULT, "blas_cpu_number");
+  blas_pool_up = dlsym(RTLD_DEFAULT, "blas_server_avail");
+}
+
 int ht_gp_end_idle_blas_pool(void) {
   void *sym = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
   if (!sym) return 0;
+  pthread_once(&blas_globals_once, find_blas_globals);
+  if (blas_pool_up && *blas_pool_up == 0) return 0; /* no pool */
   /* Only this thread and the pool's: another thread could be inside a BLAS call (a program that
    * loads hetune late, as Python does), and ending the pool under it would leave it waiting. */
   int n = threads_now();
@@ -347,12 +358,23 @@ int ht_gp_end_idle_blas_pool(void) {
  * call that runs on several threads. Another BLAS library has no such call and is left alone. */
 __attribute__((constructor)) static void end_idle_blas_pool(void) { ht_gp_end_idle_blas_pool(); }
 
+/* openblas_set_num_threads starts the pool again when it was ended (at load, above), and its
+ * threads then spin on every other core for 0.1 s, beside the kernel measured next. With the pool
+ * ended, the count OpenBLAS's calls read is set directly instead (returned negated): on one thread
+ * they never use the pool. */
 int ht_gp_blas_begin(void) {
   int threads = openblas_get_num_threads();
-  if (threads != 1) openblas_set_num_threads(1);
+  if (threads == 1) return 1;
+  pthread_once(&blas_globals_once, find_blas_globals);
+  if (blas_cpus && blas_pool_up && *blas_pool_up == 0 && *blas_cpus == threads) {
+    *blas_cpus = 1;
+    return -threads;
+  }
+  openblas_set_num_threads(1);
   return threads;
 }
 
 void ht_gp_blas_end(int threads) {
-  if (threads != 1) openblas_set_num_threads(threads);
+  if (threads < 0) *blas_cpus = -threads;
+  else if (threads != 1) openblas_set_num_threads(threads);
 }
