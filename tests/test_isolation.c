@@ -399,7 +399,8 @@ static int evaluate_ok(ht_runner *r, int m) {
 }
 
 /* Threads the tuner starts between configs (as OpenBLAS starts its pool for a strategy's Gaussian
- * process) are not the next kernel's; a kernel built ahead in a batch that leaves a thread still is. */
+ * process) are not the next kernel's; a kernel built ahead in a batch that leaves a thread, when
+ * it runs or when it is loaded, still is. */
 static void tuner_threads_between_configs(void) {
   ht_spec *spec;
   if (ht_spec_load(DATA "leftover_c.json", &spec)) _exit(3);
@@ -427,6 +428,13 @@ static void tuner_threads_between_configs(void) {
   if (ht_runner_evaluate(r, &c, &res) != HT_ERR_RUNTIME) _exit(11);
   fprintf(stderr, "%s\n", ht_last_error());
   ht_runner_destroy(r);
+  /* a kernel built ahead that starts a thread when it is loaded */
+  if (ht_runner_create(spec, "c", &o, &r)) _exit(12);
+  batch[0] = mode(9);
+  if (ht_runner_precompile(r, batch, 2) || evaluate_ok(r, 9)) _exit(13);
+  if (ht_runner_evaluate(r, &c, &res) != HT_ERR_RUNTIME) _exit(14);
+  fprintf(stderr, "%s\n", ht_last_error());
+  ht_runner_destroy(r);
   ht_spec_destroy(spec);
   _exit(0);
 }
@@ -438,6 +446,7 @@ static void test_tuner_threads_are_not_leftovers(void **state) {
   fprintf(stderr, "%s", err);
   assert_int_equal(rc, 0);
   assert_non_null(strstr(err, "config MODE=1 left threads running"));
+  assert_non_null(strstr(err, "config MODE=9 left threads running"));
 }
 
 static int setup(void **state) {

@@ -5,7 +5,8 @@
  * 3 a child that spins, then this process crashes; 4 an orphaned grandchild that spins;
  * 5 and 6 OpenMP with 4 and 2 threads (a runtime's thread pool, not a leftover);
  * 7 correct, but the compiler hangs (the test's compiler wrapper sees -DMODE=7);
- * 8 a child that spins, then this process spins too (its own pid is noted as well). */
+ * 8 a child that spins, then this process spins too (its own pid is noted as well);
+ * 9 correct, but loading it starts a thread that sleeps in this code, then returns into it. */
 #include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
@@ -43,6 +44,14 @@ static pid_t spinning_child(void) {
   note_pid(pid);
   return pid;
 }
+
+#if MODE == 9
+__attribute__((constructor)) static void start_sleeper(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, sleeper, NULL);
+  pthread_detach(t);
+}
+#endif
 
 void scale(float *out, const float *in, int n) {
 #if MODE == 1
