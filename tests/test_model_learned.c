@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,7 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 #ifdef HT_HAVE_XGBOOST
-#include <cblas.h>
 #include <xgboost/c_api.h>
 #endif
 
