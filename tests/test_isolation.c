@@ -354,21 +354,33 @@ static void test_in_process_hang_is_bounded(void **state) {
   assert_non_null(strstr(err, "in-process"));
 }
 
-static void leftover_thread_in_process(void) {
-  ht_spec *spec;
-  if (ht_spec_load(DATA "leftover_c.json", &spec)) _exit(3);
+/* A runner without a worker, for a child process: _exit(code) when it cannot start. */
+static ht_runner *in_process_runner(const ht_spec *spec, int code) {
   ht_runner_options o;
   fast_options(&o);
   o.isolate = 0;
   ht_runner *r;
-  if (ht_runner_create(spec, "c", &o, &r)) _exit(4);
+  if (ht_runner_create(spec, "c", &o, &r)) _exit(code);
+  return r;
+}
+
+/* The next config refused, with the error saying why (printed for the test): else _exit(code). */
+static void next_config_refused(ht_runner *r, int code) {
+  static ht_result res;
+  ht_config c = mode(0);
+  if (ht_runner_evaluate(r, &c, &res) != HT_ERR_RUNTIME) _exit(code);
+  fprintf(stderr, "%s\n", ht_last_error());
+}
+
+static void leftover_thread_in_process(void) {
+  ht_spec *spec;
+  if (ht_spec_load(DATA "leftover_c.json", &spec)) _exit(3);
+  ht_runner *r = in_process_runner(spec, 4);
   static ht_result res;
   ht_config c = mode(1);
   if (ht_runner_evaluate(r, &c, &res) || res.status != HT_EVAL_OK) _exit(5);
   sleep_s(0.6);
-  c = mode(0);
-  if (ht_runner_evaluate(r, &c, &res) != HT_ERR_RUNTIME) _exit(6);
-  fprintf(stderr, "%s\n", ht_last_error());
+  next_config_refused(r, 6);
   ht_runner_destroy(r);
   ht_spec_destroy(spec);
   _exit(0);
@@ -404,11 +416,7 @@ static int evaluate_ok(ht_runner *r, int m) {
 static void tuner_threads_between_configs(void) {
   ht_spec *spec;
   if (ht_spec_load(DATA "leftover_c.json", &spec)) _exit(3);
-  ht_runner_options o;
-  fast_options(&o);
-  o.isolate = 0;
-  ht_runner *r;
-  if (ht_runner_create(spec, "c", &o, &r)) _exit(4);
+  ht_runner *r = in_process_runner(spec, 4);
   if (evaluate_ok(r, 0)) _exit(5);
   int fd[2];
   pthread_t t[2];
@@ -423,17 +431,13 @@ static void tuner_threads_between_configs(void) {
   batch[0] = mode(1);
   if (ht_runner_precompile(r, batch, 2) || evaluate_ok(r, 1)) _exit(10);
   sleep_s(0.6);
-  static ht_result res;
-  ht_config c = mode(0);
-  if (ht_runner_evaluate(r, &c, &res) != HT_ERR_RUNTIME) _exit(11);
-  fprintf(stderr, "%s\n", ht_last_error());
+  next_config_refused(r, 11);
   ht_runner_destroy(r);
   /* a kernel built ahead that starts a thread when it is loaded */
-  if (ht_runner_create(spec, "c", &o, &r)) _exit(12);
+  r = in_process_runner(spec, 12);
   batch[0] = mode(9);
   if (ht_runner_precompile(r, batch, 2) || evaluate_ok(r, 9)) _exit(13);
-  if (ht_runner_evaluate(r, &c, &res) != HT_ERR_RUNTIME) _exit(14);
-  fprintf(stderr, "%s\n", ht_last_error());
+  next_config_refused(r, 14);
   ht_runner_destroy(r);
   ht_spec_destroy(spec);
   _exit(0);
