@@ -91,7 +91,8 @@ void ht_gp_pool_predict(ht_gp *g);
 int ht_gp_blas_begin(void);
 void ht_gp_blas_end(int threads);
 /* Ends OpenBLAS's idle thread pool (done when hetune is loaded), unless a thread other than the
- * caller and the pool's runs; 1 when ended, 0 when left (or the BLAS library has no pool). */
+ * caller and the pool's runs; 1 when ended, 0 when left, already ended or the BLAS library has no
+ * pool. */
 int ht_gp_end_idle_blas_pool(void);
 
 /* ---- boosted trees (gbt.c) ---- */
