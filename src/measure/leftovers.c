@@ -25,10 +25,11 @@ void ht_threads_free(ht_threads *t) {
 }
 
 /* /proc/self/task stays open between listings: read again from its start it costs a third of
- * opening it anew. One lister at a time uses it; another, or a child after fork() (whose copy still
- * names the parent's threads), opens its own. */
+ * opening it anew. One lister at a time uses it; another opens its own. A child after fork()
+ * leaves the parent's alone (it names the parent's threads, and the child may have closed its
+ * descriptor and reused the number) and opens one of its own. */
 static pthread_mutex_t task_dir_mu = PTHREAD_MUTEX_INITIALIZER;
-static DIR *task_dir;
+static DIR *task_dir, *inherited_task_dir;
 static pid_t task_dir_pid;
 
 static DIR *task_dir_take(int *kept) {
@@ -36,7 +37,7 @@ static DIR *task_dir_take(int *kept) {
   if (pthread_mutex_trylock(&task_dir_mu) != 0) return opendir("/proc/self/task");
   pid_t me = getpid();
   if (task_dir && task_dir_pid != me) {
-    closedir(task_dir);
+    inherited_task_dir = task_dir; /* kept reachable, never closed here */
     task_dir = NULL;
   }
   if (task_dir) {
