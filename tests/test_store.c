@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
 #include <math.h>
@@ -661,6 +662,228 @@ static void test_kill9(void **state) {
   ht_store_close(st);
 }
 
+/* ---- grouped commits ---- */
+
+static int count_all(ht_store *st) {
+  visit v = {0};
+  assert_int_equal(ht_store_each_eval(st, NULL, count_eval, &v), HT_OK);
+  return v.n;
+}
+
+static int journals(const fix *f) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ls %s | grep -c -- '-pending-'", f->dir);
+  FILE *p = popen(cmd, "r");
+  int n = -1;
+  assert_non_null(p);
+  assert_int_equal(fscanf(p, "%d", &n), 1);
+  pclose(p);
+  return n;
+}
+
+/* Results that JSON cannot hold as numbers, and a message it must escape. */
+static void awkward_results(ht_result rs[4]) {
+  for (int i = 0; i < 4; i++) make_result(&rs[i], 1.0 + i);
+  rs[1].max_s = INFINITY;
+  rs[1].samples[3] = NAN;
+  rs[2].status = HT_EVAL_RUNTIME;
+  rs[2].time_s = NAN;
+  rs[2].min_s = -INFINITY;
+  snprintf(rs[2].message, sizeof rs[2].message, "crashed: \"SIGSEGV\"\n\tat line 3 \\ done");
+  rs[3].compile_cached = 1;
+}
+
+static void put_grouped(ht_store *st, ids x, const ht_result *rs, int n) {
+  for (int i = 0; i < n; i++) {
+    char ck[32];
+    snprintf(ck, sizeof ck, "TX=%d", i);
+    ht_eval_key k = key_of(x, ck, "{}");
+    assert_int_equal(ht_store_put_eval(st, x.session, &k, &rs[i], NULL), HT_OK);
+  }
+}
+
+/* A group is invisible to other connections until committed; this store reads it at once. */
+static void test_grouped_reads(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL, *other = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids x = populate(st);
+  assert_int_equal(ht_store_group_evals(st, 16), HT_OK);
+  ht_result rs[4];
+  awkward_results(rs);
+  put_grouped(st, x, rs, 4);
+  assert_int_equal(journals(f), 1);
+  assert_int_equal(ht_store_open_readonly(f->db, &other), HT_OK);
+  assert_int_equal(count_all(other), 0);
+  ht_store *second = NULL; /* a writable open in the same process takes the journal for alive */
+  assert_int_equal(ht_store_open(f->db, &second), HT_OK);
+  assert_int_equal(count_all(second), 0);
+  ht_store_close(second);
+  assert_int_equal(journals(f), 1);
+  /* a lookup of another config leaves the group pending; one of a config in it commits it */
+  ht_eval_key absent = key_of(x, "TX=99", NULL), tx1 = key_of(x, "TX=1", NULL);
+  ht_result got;
+  int found = -1;
+  assert_int_equal(ht_store_get_eval(st, &absent, &got, &found), HT_OK);
+  assert_int_equal(found, 0);
+  assert_int_equal(count_all(other), 0);
+  assert_int_equal(ht_store_get_eval(st, &tx1, &got, &found), HT_OK);
+  assert_int_equal(found, 1);
+  assert_same_result(&got, &rs[1]);
+  assert_int_equal(count_all(other), 4);
+  /* the next group: committed by any other query of this store, and at the latest by close */
+  put_grouped(st, x, rs, 2);
+  assert_int_equal(count_all(other), 4);
+  sess_visit sv = {0};
+  assert_int_equal(ht_store_each_session(st, count_session, &sv), HT_OK);
+  assert_int_equal(sv.last.n_evals, 6);
+  assert_int_equal(count_all(other), 6);
+  put_grouped(st, x, rs, 1);
+  ht_store_close(st);
+  assert_int_equal(count_all(other), 7);
+  assert_int_equal(journals(f), 0);
+  ht_store_close(other);
+}
+
+/* Full groups are committed without being asked; grouping off commits each one again. */
+static void test_grouped_limits(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL, *other = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids x = populate(st);
+  assert_int_equal(ht_store_open_readonly(f->db, &other), HT_OK);
+  assert_int_equal(ht_store_group_evals(st, 3), HT_OK);
+  ht_result rs[4];
+  awkward_results(rs);
+  put_grouped(st, x, rs, 4);
+  assert_int_equal(count_all(other), 3);
+  assert_int_equal(ht_store_group_evals(st, 0), HT_OK);
+  assert_int_equal(count_all(other), 4);
+  put_grouped(st, x, rs, 1);
+  assert_int_equal(count_all(other), 5);
+  ht_store_close(other);
+  ht_store_close(st);
+}
+
+/* kill -9 with a group pending: the next writable open puts the journal's rows in, bit for bit,
+ * with the session's tally, and removes the journal; a read-only open changes nothing. */
+static void test_grouped_kill9(void **state) {
+  fix *f = *state;
+  ht_result rs[4];
+  awkward_results(rs);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    ht_store *st = NULL;
+    if (ht_store_open(f->db, &st) != HT_OK) _exit(2);
+    ids x = populate(st);
+    if (ht_store_group_evals(st, 16) != HT_OK) _exit(3);
+    put_grouped(st, x, rs, 4);
+    raise(SIGKILL);
+    _exit(4);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  assert_int_equal(journals(f), 1);
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open_readonly(f->db, &st), HT_OK);
+  assert_int_equal(count_all(st), 0);
+  ht_store_close(st);
+  assert_int_equal(journals(f), 1);
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  assert_int_equal(journals(f), 0);
+  visit v = {0};
+  assert_int_equal(ht_store_each_eval(st, NULL, count_eval, &v), HT_OK);
+  assert_int_equal(v.n, 4);
+  for (int i = 0; i < 4; i++) {
+    char ck[32];
+    snprintf(ck, sizeof ck, "TX=%d", i);
+    assert_string_equal(v.keys[i], ck);
+    assert_same_result(&v.r[i], &rs[i]);
+  }
+  sess_visit sv = {0};
+  assert_int_equal(ht_store_each_session(st, count_session, &sv), HT_OK);
+  assert_string_equal(sv.status, "interrupted");
+  assert_int_equal(sv.last.n_evals, 4);
+  ht_store_close(st);
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK); /* again: nothing more */
+  assert_int_equal(count_all(st), 4);
+  ht_store_close(st);
+}
+
+/* A kill between a group's commit and the journal's truncation leaves rows already stored (put
+ * in once, not twice), and a kill in a write leaves a partial line (skipped). */
+static void test_grouped_journal_after_commit(void **state) {
+  fix *f = *state;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    ht_store *st = NULL;
+    if (ht_store_open(f->db, &st) != HT_OK) _exit(2);
+    ids x = populate(st);
+    ht_result rs[4];
+    awkward_results(rs);
+    if (ht_store_group_evals(st, 16) != HT_OK) _exit(3);
+    put_grouped(st, x, rs, 3);
+    char *path = strdup(st->journal_path), *text = NULL;
+    size_t len = 0;
+    if (ht_read_file(path, &text, &len) != HT_OK || ht_store_group_evals(st, 0) != HT_OK) _exit(5);
+    FILE *fp = fopen(path, "w");
+    if (!fp || fwrite(text, 1, len, fp) != len || fputs("[1,2,3,\"TX=", fp) < 0 || fclose(fp)) _exit(6);
+    raise(SIGKILL);
+    _exit(4);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  assert_int_equal(journals(f), 1);
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  assert_int_equal(count_all(st), 3);
+  assert_int_equal(journals(f), 0);
+  ht_store_close(st);
+}
+
+/* A journal whose owner (another process) holds its lock is alive: left alone until the lock is
+ * gone. */
+static void test_grouped_live_journal_untouched(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ht_store_close(st);
+  char path[256];
+  snprintf(path, sizeof path, "%s-pending-1-0", f->db);
+  write_bytes(path, "not a row\n", 10);
+  int locked[2], release[2];
+  assert_int_equal(pipe(locked), 0);
+  assert_int_equal(pipe(release), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    int fd = open(path, O_RDWR);
+    char c = fd >= 0 && fcntl(fd, F_SETLK, &l) == 0 ? 'y' : 'n';
+    if (write(locked[1], &c, 1) != 1 || read(release[0], &c, 1) != 1) _exit(1);
+    _exit(0);
+  }
+  char c = 0;
+  assert_int_equal(read(locked[0], &c, 1), 1);
+  assert_int_equal(c, 'y');
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ht_store_close(st);
+  assert_int_equal(access(path, F_OK), 0);
+  assert_int_equal(write(release[1], &c, 1), 1);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (int i = 0; i < 2; i++) close(locked[i]), close(release[i]);
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  assert_int_equal(count_all(st), 0);
+  ht_store_close(st);
+  assert_int_equal(access(path, F_OK), -1);
+}
+
 /* ---- exports ---- */
 
 /* A minimal RFC 4180 reader: rows of fields, quotes doubled inside quoted fields. */
@@ -841,6 +1064,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_two_handles, setup, teardown),
       cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grouped_reads, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grouped_limits, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grouped_kill9, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grouped_journal_after_commit, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grouped_live_journal_untouched, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_csv, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_t4, setup, teardown),
   };

@@ -1,6 +1,6 @@
 /* The store: SQLite (WAL mode) persistence of devices, kernels, problems, configs, evaluations and
- * tuning sessions; import/export. Each evaluation is committed on its own, so `kill -9` loses no
- * finished evaluation. */
+ * tuning sessions; import/export. Each evaluation is committed on its own, or journaled and
+ * committed with a group (ht_store_group_evals), so `kill -9` loses no finished evaluation. */
 #ifndef HETUNE_STORE_H
 #define HETUNE_STORE_H
 
@@ -51,7 +51,8 @@ ht_status ht_store_session_end(ht_store *st, int64_t session_id, const char *sta
                                double best_time_s);
 
 /* One evaluation. config_key is canonical "TX=16,TY=8"; config_json is {"TX":16,"TY":8}.
- * Committed before returning. */
+ * Committed before returning, or with grouping on and eval_id NULL, appended to this store's
+ * journal before returning and committed with its group. */
 typedef struct ht_eval_key {
   int64_t kernel_id, device_id, problem_id;
   const char *config_key;
@@ -59,6 +60,16 @@ typedef struct ht_eval_key {
 } ht_eval_key;
 ht_status ht_store_put_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
                             int64_t *eval_id);
+/* Grouped commits: from now on, evaluations stored without asking for their id are appended to a
+ * journal file beside the database (DB-pending-PID-N, locked while this store is open) and
+ * committed together, max_evals at a time or at the first one stored half a second after the
+ * group began. Any other read or write of this store commits the group first, as does a lookup of
+ * a config that is in it, so this store reads what it wrote; other connections see a group once
+ * it is committed. ht_store_close commits what is left. A journal whose process died (kill -9, a
+ * crash) is put into the database by the next writable open, by any process, and removed.
+ * max_evals 0 or 1 turns grouping off after committing the group. With HETUNE_DB_SYNC=full, or a
+ * read-only store, it stays off. Errors: the group's commit failing (its rows stay pending). */
+ht_status ht_store_group_evals(ht_store *st, int max_evals);
 /* A config measured several times is judged by the median of its OK evaluations, not by its
  * luckiest or latest one. get_eval: the config's middle OK evaluation by time (of an even count,
  * the later of the two middle ones) with time_s set to the median; when none is OK, its latest

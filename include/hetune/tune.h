@@ -172,7 +172,8 @@ typedef struct ht_tune_summary {
   double seed_best_time_s;      /* their best time; NAN when none succeeded */
 } ht_tune_summary;
 
-/* Tunes spec on device_id, storing every evaluation in st. */
+/* Tunes spec on device_id, storing every evaluation in st: committed in groups while it runs
+ * (ht_store_group_evals), all committed when it returns, grouping then off. */
 ht_status ht_tune(const ht_spec *spec, const char *device_id, ht_store *st, const ht_tune_options *opt,
                   const ht_runner_options *ropt, ht_tune_summary *out);
 

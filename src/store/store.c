@@ -59,6 +59,8 @@ static const char *const stmt_sql[HTS_NSTMT] = {
                             " e.device_id = ?2 AND e.problem_id = ?3 AND e.config_key = ?4 AND e.status = 'ok'"
                             " AND e.time_s IS NOT NULL ORDER BY e.time_s, e.id",
     [HTS_EVAL_BY_ID] = "SELECT e.id, " HTS_EVAL_COLS " FROM evaluations e WHERE e.id = ?1",
+    [HTS_EVAL_STORED] = "SELECT 1 FROM evaluations WHERE kernel_id = ?1 AND device_id = ?2 AND problem_id = ?3"
+                        " AND config_key = ?4 AND timestamp = ?5",
 };
 
 ht_status hts_fail(ht_store *st, int rc, const char *what) {
@@ -87,7 +89,7 @@ ht_status hts_fail(ht_store *st, int rc, const char *what) {
 ht_status hts_writable(ht_store *st, const char *what) {
   if (!st) return ht_error(HT_ERR_INVALID, "store is NULL");
   if (st->readonly) return ht_error(HT_ERR_STORE, "%s: database is read-only (cannot %s)", st->path, what);
-  return HT_OK;
+  return hts_settle(st);
 }
 
 ht_status hts_stmt(ht_store *st, int id, sqlite3_stmt **out) {
@@ -102,6 +104,8 @@ ht_status hts_stmt(ht_store *st, int id, sqlite3_stmt **out) {
 }
 
 ht_status hts_prepare(ht_store *st, const char *sql, sqlite3_stmt **out) {
+  ht_status e = hts_settle(st); /* one-off queries read what the pending rows would change */
+  if (e) return e;
   int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
   return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, "prepare query");
 }
@@ -299,6 +303,7 @@ static ht_status configure(ht_store *st) {
   int full = sync && strcmp(sync, "full") == 0;
   if (!s) s = hts_exec(st, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", "set synchronous");
   if (!s) s = hts_migrate(st);
+  if (!s) s = hts_recover_journals(st);
   if (!s) s = mark_dead_sessions(st);
   return s;
 }
@@ -336,6 +341,7 @@ static ht_status open_impl(const char *path, int want_write, ht_store **out) {
     return ht_error(HT_ERR_NOMEM, "out of memory");
   }
   st->readonly = readonly;
+  st->journal_fd = -1;
   int writable = exists && access(path, W_OK) == 0 && dir_writable(path) && !immutable;
   int flags = !readonly ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
               : writable ? SQLITE_OPEN_READWRITE /* made query_only in configure */
@@ -356,6 +362,8 @@ ht_status ht_store_open_readonly(const char *path, ht_store **out) { return open
 
 void ht_store_close(ht_store *st) {
   if (!st) return;
+  if (hts_pending_close(st)) /* the journal stays: the next open puts its rows in */
+    ht_log(1, "%s", ht_last_error());
   for (int i = 0; i < HTS_NSTMT; i++) sqlite3_finalize(st->stmt[i]);
   sqlite3_close(st->db);
   free(st->path);

@@ -1,5 +1,5 @@
-/* Evaluations and session queries: writing a result (one committed transaction each), reading it
- * back bit-exactly, and iterating for show/export. */
+/* Evaluations and session queries: writing a result (a committed transaction each, or grouped:
+ * store_pending.c), reading it back bit-exactly, and iterating for show/export. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -129,59 +129,132 @@ void hts_iso8601(double t, char out[40]) {
 
 /* ---- writing ---- */
 
-static int bind_result(sqlite3_stmt *s, const ht_result *r, const char *samples, const char *metrics) {
-  int rc = hts_bind_text(s, 7, ht_eval_status_name(r->status));
-  const double v1[] = {r->time_s, r->mean_s, r->stddev_s, r->min_s, r->max_s, r->rsd};
-  for (int i = 0; i < 6; i++) rc |= sqlite3_bind_double(s, 8 + i, v1[i]); /* NaN binds as NULL */
-  int n = r->n_samples < 0 ? 0 : r->n_samples > HT_MAX_SAMPLES ? HT_MAX_SAMPLES : r->n_samples;
-  rc |= sqlite3_bind_int(s, 14, n) | hts_bind_text(s, 15, samples);
-  rc |= sqlite3_bind_double(s, 16, r->compile_s) | sqlite3_bind_int(s, 17, r->compile_cached != 0);
-  const double v2[] = {r->verify_s, r->h2d_s, r->d2h_s, r->framework_s, r->wall_s};
-  for (int i = 0; i < 5; i++) rc |= sqlite3_bind_double(s, 18 + i, v2[i]);
-  rc |= sqlite3_bind_double(s, 23, r->timestamp > 0 ? r->timestamp : ht_wall_time());
-  rc |= hts_bind_text(s, 24, metrics);
-  char msg[sizeof r->message];
-  snprintf(msg, sizeof msg, "%.*s", (int)sizeof msg - 1, r->message);
-  rc |= msg[0] ? sqlite3_bind_text(s, 25, msg, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(s, 25);
-  return rc;
+/* An evaluation's row: the parameters of HTS_PUT_EVAL in order, with the type of each ('i'
+ * integer, 'd' double, 't' text; any may be null). JSON has no NaN or infinity: NaN (stored as
+ * NULL, as SQLite stores a NaN) becomes null, an infinity the string "inf" or "-inf". */
+static const char row_types[] = "iiiittt" "dddddd" "it" "di" "ddddd" "d" "tt";
+enum { ROW_SESSION, ROW_KERNEL, ROW_DEVICE, ROW_PROBLEM, ROW_CONFIG_KEY, ROW_STATUS = 6, ROW_TIME, ROW_TIMESTAMP = 22 };
+
+static json_t *row_double(double v) {
+  if (isnan(v)) return json_null();
+  if (isinf(v)) return json_string(v > 0 ? "inf" : "-inf");
+  return json_real(v);
 }
 
-static ht_status insert_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
-                             const char *samples, const char *metrics, int64_t *eval_id) {
+static json_t *row_text(const char *v) { return v ? json_string(v) : json_null(); }
+
+static json_t *eval_row(int64_t session_id, const ht_eval_key *k, const ht_result *r, const char *samples,
+                        const char *metrics) {
+  int n = r->n_samples < 0 ? 0 : r->n_samples > HT_MAX_SAMPLES ? HT_MAX_SAMPLES : r->n_samples;
+  char msg[sizeof r->message];
+  snprintf(msg, sizeof msg, "%.*s", (int)sizeof msg - 1, r->message);
+  json_t *row = json_array();
+  json_t *v[] = {session_id > 0 ? json_integer(session_id) : json_null(), json_integer(k->kernel_id),
+                 json_integer(k->device_id), json_integer(k->problem_id), row_text(k->config_key),
+                 row_text(k->config_json ? k->config_json : "{}"), row_text(ht_eval_status_name(r->status)),
+                 row_double(r->time_s), row_double(r->mean_s), row_double(r->stddev_s), row_double(r->min_s),
+                 row_double(r->max_s), row_double(r->rsd), json_integer(n), row_text(samples),
+                 row_double(r->compile_s), json_integer(r->compile_cached != 0), row_double(r->verify_s),
+                 row_double(r->h2d_s), row_double(r->d2h_s), row_double(r->framework_s), row_double(r->wall_s),
+                 row_double(r->timestamp > 0 ? r->timestamp : ht_wall_time()), row_text(metrics),
+                 msg[0] ? json_string(msg) : json_null()};
+  int bad = !row;
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    bad |= !v[i] || (row && json_array_append_new(row, v[i]) != 0);
+  if (!bad) return row;
+  json_decref(row);
+  return NULL;
+}
+
+int hts_eval_row_valid(json_t *row) {
+  if (!json_is_array(row) || json_array_size(row) != sizeof row_types - 1) return 0;
+  for (size_t i = 0; i < sizeof row_types - 1; i++) {
+    json_t *v = json_array_get(row, i);
+    int ok = json_is_null(v) || (row_types[i] == 'i' && json_is_integer(v)) || (row_types[i] == 't' && json_is_string(v)) ||
+             (row_types[i] == 'd' && (json_is_real(v) || json_is_integer(v) ||
+                                      (json_is_string(v) && strstr("inf -inf", json_string_value(v)))));
+    if (!ok) return 0;
+  }
+  return json_is_integer(json_array_get(row, ROW_KERNEL)) && json_is_string(json_array_get(row, ROW_CONFIG_KEY));
+}
+
+static double row_get_double(json_t *v) {
+  if (json_is_string(v)) return json_string_value(v)[0] == '-' ? -INFINITY : INFINITY;
+  return json_number_value(v);
+}
+
+static int bind_row_value(sqlite3_stmt *s, int i, char type, json_t *v) {
+  if (json_is_null(v)) return sqlite3_bind_null(s, i);
+  if (type == 'i') return sqlite3_bind_int64(s, i, json_integer_value(v));
+  if (type == 't') return sqlite3_bind_text(s, i, json_string_value(v), -1, SQLITE_STATIC);
+  return sqlite3_bind_double(s, i, row_get_double(v));
+}
+
+/* The row, and its session's tally. */
+ht_status hts_insert_eval_row(ht_store *st, json_t *row) {
   sqlite3_stmt *s = NULL;
   ht_status e = hts_stmt(st, HTS_PUT_EVAL, &s);
   if (e) return e;
-  int rc = hts_bind_id(s, 1, session_id) | sqlite3_bind_int64(s, 2, k->kernel_id);
-  rc |= sqlite3_bind_int64(s, 3, k->device_id) | sqlite3_bind_int64(s, 4, k->problem_id);
-  rc |= hts_bind_text(s, 5, k->config_key) | hts_bind_text(s, 6, k->config_json ? k->config_json : "{}");
-  rc |= bind_result(s, r, samples, metrics);
+  int rc = SQLITE_OK;
+  for (size_t i = 0; i < sizeof row_types - 1; i++) rc |= bind_row_value(s, (int)i + 1, row_types[i], json_array_get(row, i));
   if (rc != SQLITE_OK) return hts_fail(st, rc, "bind evaluation");
-  e = hts_step_id(st, s, "store evaluation", NULL);
-  if (!e && eval_id) *eval_id = sqlite3_last_insert_rowid(st->db);
-  if (e || session_id <= 0) return e;
+  if ((e = hts_step_id(st, s, "store evaluation", NULL))) return e;
+  json_t *session = json_array_get(row, ROW_SESSION), *time = json_array_get(row, ROW_TIME);
+  if (!json_is_integer(session)) return HT_OK;
   if ((e = hts_stmt(st, HTS_SESSION_TALLY, &s))) return e;
-  rc = sqlite3_bind_int64(s, 1, session_id);
-  rc |= sqlite3_bind_double(s, 2, r->status == HT_EVAL_OK ? r->time_s : NAN);
+  rc = sqlite3_bind_int64(s, 1, json_integer_value(session));
+  int ok = strcmp(json_string_value(json_array_get(row, ROW_STATUS)) ? json_string_value(json_array_get(row, ROW_STATUS)) : "",
+                  ht_eval_status_name(HT_EVAL_OK)) == 0;
+  rc |= ok && !json_is_null(time) ? sqlite3_bind_double(s, 2, row_get_double(time)) : sqlite3_bind_null(s, 2);
   if (rc != SQLITE_OK) return hts_fail(st, rc, "bind session tally");
   return hts_step_id(st, s, "update session", NULL);
 }
 
+int hts_eval_row_matches(json_t *row, const ht_eval_key *k) {
+  const char *key = json_string_value(json_array_get(row, ROW_CONFIG_KEY));
+  return json_integer_value(json_array_get(row, ROW_KERNEL)) == k->kernel_id &&
+         json_integer_value(json_array_get(row, ROW_DEVICE)) == k->device_id &&
+         json_integer_value(json_array_get(row, ROW_PROBLEM)) == k->problem_id && key && strcmp(key, k->config_key) == 0;
+}
+
+ht_status hts_eval_row_stored(ht_store *st, json_t *row, int *stored) {
+  sqlite3_stmt *s = NULL;
+  ht_status e = hts_stmt(st, HTS_EVAL_STORED, &s);
+  if (e) return e;
+  int rc = SQLITE_OK;
+  for (int i = ROW_KERNEL; i <= ROW_CONFIG_KEY; i++) rc |= bind_row_value(s, i, row_types[i], json_array_get(row, i));
+  rc |= bind_row_value(s, 5, 'd', json_array_get(row, ROW_TIMESTAMP));
+  if (rc != SQLITE_OK) return hts_fail(st, rc, "bind query");
+  rc = sqlite3_step(s);
+  *stored = rc == SQLITE_ROW;
+  sqlite3_reset(s);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? HT_OK : hts_fail(st, rc, "look up a pending evaluation");
+}
+
+/* With grouping on (ht_store_group_evals), the row is journaled and committed with its group;
+ * otherwise committed here, with its session tally, in one transaction. */
 ht_status ht_store_put_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
                             int64_t *eval_id) {
-  ht_status e = hts_writable(st, "store an evaluation");
-  if (e) return e;
+  if (!st) return ht_error(HT_ERR_INVALID, "store is NULL");
+  if (st->readonly) return hts_writable(st, "store an evaluation");
   if (!k || !r || !k->config_key) return ht_error(HT_ERR_INVALID, "%s: evaluation without key or result", st->path);
-  int oom;
+  int oom, kept = 0;
   char *samples = samples_json(r), *metrics = metrics_json(r, &oom);
-  if (!samples || oom) e = ht_error(HT_ERR_NOMEM, "out of memory");
-  /* One transaction for the row and its session tally: committed here, so kill -9 after we
-   * return loses nothing, and a kill before leaves neither. */
-  if (!e) e = hts_exec(st, "BEGIN IMMEDIATE", "begin evaluation");
-  if (!e) {
-    e = insert_eval(st, session_id, k, r, samples, metrics, eval_id);
-    if (!e) e = hts_exec(st, "COMMIT", "commit evaluation");
+  json_t *row = samples && !oom ? eval_row(session_id, k, r, samples, metrics) : NULL;
+  ht_status e = row ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+  /* An id is known only once the row is in: asked for, it is committed now. */
+  if (!e && !eval_id) e = hts_pending_put(st, row, &kept);
+  if (!e && !kept) e = hts_settle(st);
+  if (!e && !kept) {
+    e = hts_exec(st, "BEGIN IMMEDIATE", "begin evaluation");
+    if (!e) e = hts_insert_eval_row(st, row);
+    if (!e) {
+      if (eval_id) *eval_id = sqlite3_last_insert_rowid(st->db);
+      e = hts_exec(st, "COMMIT", "commit evaluation");
+    }
     if (e) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
   }
+  json_decref(row);
   free(samples);
   free(metrics);
   return e;
@@ -293,7 +366,9 @@ ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, 
   *found = 0;
   sqlite3_stmt *s = NULL;
   median_pick pick = {0};
-  ht_status e = hts_stmt(st, HTS_OK_TIMES_CONFIG, &s);
+  /* A config's lookup leaves other configs' rows pending: it runs before every evaluation. */
+  ht_status e = hts_pending_has(st, k) ? hts_settle(st) : HT_OK;
+  if (!e) e = hts_stmt(st, HTS_OK_TIMES_CONFIG, &s);
   if (!e) e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
   if (!e && hts_bind_text(s, 4, k->config_key) != SQLITE_OK) e = hts_fail(st, SQLITE_ERROR, "bind query");
   if (!e) e = lowest_median(st, s, &pick);
@@ -312,7 +387,8 @@ ht_status ht_store_best(ht_store *st, int64_t kernel_id, int64_t device_id, int6
   *found = 0;
   sqlite3_stmt *s = NULL;
   median_pick pick = {0};
-  ht_status e = hts_stmt(st, HTS_OK_TIMES, &s);
+  ht_status e = hts_settle(st);
+  if (!e) e = hts_stmt(st, HTS_OK_TIMES, &s);
   if (!e) e = bind_kdp(st, s, kernel_id, device_id, problem_id);
   if (!e) e = lowest_median(st, s, &pick);
   if (!e && pick.id) e = read_pick(st, &pick, out, found);

@@ -3,6 +3,7 @@
 #ifndef HETUNE_STORE_INTERNAL_H
 #define HETUNE_STORE_INTERNAL_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "hetune/store.h"
@@ -27,6 +28,7 @@ enum {
   HTS_OK_TIMES,
   HTS_OK_TIMES_CONFIG,
   HTS_EVAL_BY_ID,
+  HTS_EVAL_STORED,
   HTS_NSTMT
 };
 
@@ -37,6 +39,14 @@ struct ht_store {
   double lock_wait_since; /* the busy handler's first try */
   int lock_warned;
   sqlite3_stmt *stmt[HTS_NSTMT];
+  /* Evaluations grouped (store_pending.c): rows not yet committed, kept in the journal. */
+#define HTS_MAX_PENDING 64
+  int max_pending; /* 0 or 1: each evaluation committed on its own */
+  int n_pending;
+  json_t *pending[HTS_MAX_PENDING];
+  double pending_since;
+  int journal_fd; /* -1: none yet */
+  char *journal_path;
 };
 
 /* The result columns every evaluation query selects, in the order hts_row_result reads them. */
@@ -65,6 +75,26 @@ static inline int hts_bind_text(sqlite3_stmt *s, int i, const char *v) {
 static inline int hts_bind_id(sqlite3_stmt *s, int i, int64_t id) {
   return id > 0 ? sqlite3_bind_int64(s, i, id) : sqlite3_bind_null(s, i);
 }
+
+/* Evaluation rows (store_eval.c): a JSON array of the INSERT's parameters. */
+ht_status hts_insert_eval_row(ht_store *st, json_t *row);
+/* 1 when the row has the columns and types of an evaluation. */
+int hts_eval_row_valid(json_t *row);
+int hts_eval_row_matches(json_t *row, const ht_eval_key *k);
+/* *stored = 1 when an evaluation with the row's key and timestamp is in the database. */
+ht_status hts_eval_row_stored(ht_store *st, json_t *row, int *stored);
+
+/* Grouped evaluations (store_pending.c). */
+/* Commits the pending rows; every query and write but a config's own lookup calls it first. */
+ht_status hts_settle(ht_store *st);
+/* Journals the row and keeps it pending (*kept = 1), committing the group when it is full or old;
+ * *kept = 0 when grouping is off: the caller commits the row itself. */
+ht_status hts_pending_put(ht_store *st, json_t *row, int *kept);
+int hts_pending_has(const ht_store *st, const ht_eval_key *k);
+/* Settles and removes the journal (left for recovery when the commit fails). */
+ht_status hts_pending_close(ht_store *st);
+/* Puts in the rows of journals whose process is gone, and removes those journals. */
+ht_status hts_recover_journals(ht_store *st);
 
 /* Schema (store_schema.c). */
 typedef struct hts_inspect {

@@ -12,6 +12,8 @@
 #include "spec/spec_struct.h"
 #include "tune/executor.h"
 
+#define COMMIT_GROUP 16 /* evaluations per store commit (ht_store_group_evals) */
+
 void ht_tune_options_default(ht_tune_options *o) {
   memset(o, 0, sizeof *o);
   o->strategy = "auto";
@@ -268,7 +270,12 @@ static ht_status run_strategy(tune_ctx *c) {
   to.stop = o->stop;
   ht_tuner *t = NULL;
   if (!st) st = ht_tuner_create(c->space, &to, &t);
+  /* Short evaluations would spend more on their commits than on anything else hetune does: they
+   * are committed in groups, each journaled first so that kill -9 loses none. */
+  if (!st) st = ht_store_group_evals(c->store, COMMIT_GROUP);
   if (!st) st = loop(c, t);
+  ht_status settled = ht_store_group_evals(c->store, 0);
+  if (!st) st = settled;
   ht_tuner_destroy(t);
   return st;
 }

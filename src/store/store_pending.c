@@ -1,0 +1,237 @@
+/* Evaluations committed in groups. A tuning of short kernels would otherwise pay a whole SQLite
+ * transaction (the B-tree pages of the row, its two indexes and the session tally, written to the
+ * WAL) for every evaluation. With grouping on, each evaluation is first appended, as one line, to
+ * a journal file of this store and process, and the rows go into the database together, every
+ * few evaluations or after a fraction of a second. The journal keeps the promise a commit per
+ * evaluation made: an evaluation stored before a kill -9 is not lost. The next writable open of
+ * the database (by any process) puts a dead process's journal rows in and removes the file; a
+ * write lock held by the journal's owner tells a live journal from a dead one. The lock is a POSIX
+ * record lock, not a flock: a child forked by the owner (a worker) does not inherit it, so a
+ * killed tuner's journal is not kept alive by a worker that outlives it by a moment.
+ *
+ * Rows are JSON arrays holding the INSERT's parameters in order (store_eval.c builds them), so a
+ * normal group commit and the recovery after a crash bind the same values the same way. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store_internal.h"
+
+#define PENDING_MAX_AGE_S 0.5 /* a group is committed at the first put after this long */
+#define JOURNAL_TAG "-pending-"
+
+/* 0 when this process now holds the file's write lock (its owner, if any, is gone). */
+static int lock_file(int fd) {
+  struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  return fcntl(fd, F_SETLK, &l);
+}
+
+static void journal_drop(ht_store *st) {
+  if (st->journal_fd >= 0) close(st->journal_fd);
+  st->journal_fd = -1;
+  free(st->journal_path);
+  st->journal_path = NULL;
+}
+
+/* <db>-pending-<pid>-<n>: created exclusively and locked for as long as this store keeps it. */
+static int journal_create(ht_store *st) {
+  static int counter;
+  for (int tries = 0; tries < 100; tries++) {
+    char *path = ht_strfmt("%s" JOURNAL_TAG "%ld-%d", st->path, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    if (!path) return -1;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0 && lock_file(fd) == 0) {
+      st->journal_fd = fd;
+      st->journal_path = path;
+      return 0;
+    }
+    int again = fd < 0 && errno == EEXIST;
+    if (fd >= 0) {
+      close(fd);
+      unlink(path);
+    }
+    free(path);
+    if (!again) return -1;
+  }
+  return -1;
+}
+
+static ht_status write_all(ht_store *st, const char *text, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(st->journal_fd, text, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      return ht_error(HT_ERR_IO, "%s: cannot write the journal of pending evaluations: %s", st->journal_path,
+                      w < 0 ? strerror(errno) : "nothing written");
+    text += w;
+    len -= (size_t)w;
+  }
+  return HT_OK;
+}
+
+static void pending_clear(ht_store *st) {
+  for (int i = 0; i < st->n_pending; i++) json_decref(st->pending[i]);
+  st->n_pending = 0;
+}
+
+static ht_status insert_rows(ht_store *st, json_t *const *rows, int n, int skip_stored, int *skipped) {
+  ht_status e = hts_exec(st, "BEGIN IMMEDIATE", "begin evaluations");
+  for (int i = 0; !e && i < n; i++) {
+    int present = 0;
+    if (skip_stored) e = hts_eval_row_stored(st, rows[i], &present);
+    if (!e && !present) e = hts_insert_eval_row(st, rows[i]);
+    if (skipped) *skipped += present;
+  }
+  if (!e) e = hts_exec(st, "COMMIT", "commit evaluations");
+  if (e) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  return e;
+}
+
+ht_status hts_settle(ht_store *st) {
+  if (!st || st->n_pending == 0) return HT_OK;
+  ht_status e = insert_rows(st, st->pending, st->n_pending, 0, NULL);
+  if (e) return e; /* the rows stay pending, and in the journal */
+  pending_clear(st);
+  if (st->journal_fd >= 0 && ftruncate(st->journal_fd, 0) != 0) {
+    /* Harmless: recovery skips rows already stored. Start a new journal instead. */
+    unlink(st->journal_path);
+    journal_drop(st);
+  }
+  return HT_OK;
+}
+
+ht_status hts_pending_put(ht_store *st, json_t *row, int *kept) {
+  *kept = 0;
+  if (st->max_pending <= 1) return HT_OK;
+  if (st->journal_fd < 0 && journal_create(st) != 0) {
+    ht_log(2, "%s: no journal for pending evaluations (%s): committing each one", st->path, strerror(errno));
+    st->max_pending = 0;
+    return HT_OK;
+  }
+  char *line = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));
+  if (!line) return ht_error(HT_ERR_NOMEM, "out of memory");
+  size_t len = strlen(line);
+  line[len] = '\n'; /* json_dumps' terminator: written, never read as a string */
+  ht_status e = write_all(st, line, len + 1);
+  free(line);
+  if (e) return e;
+  json_incref(row);
+  st->pending[st->n_pending++] = row;
+  *kept = 1;
+  if (st->n_pending == 1) st->pending_since = ht_now();
+  if (st->n_pending >= st->max_pending || ht_now() - st->pending_since >= PENDING_MAX_AGE_S) return hts_settle(st);
+  return HT_OK;
+}
+
+ht_status ht_store_group_evals(ht_store *st, int max_evals) {
+  if (!st) return ht_error(HT_ERR_INVALID, "store is NULL");
+  ht_status e = hts_settle(st);
+  if (e) return e;
+  const char *sync = getenv("HETUNE_DB_SYNC");
+  /* Power-loss safety (HETUNE_DB_SYNC=full) syncs every commit; an unsynced journal would undo it. */
+  if (st->readonly || (sync && strcmp(sync, "full") == 0)) max_evals = 0;
+  st->max_pending = max_evals < 0 ? 0 : max_evals > HTS_MAX_PENDING ? HTS_MAX_PENDING : max_evals;
+  return HT_OK;
+}
+
+int hts_pending_has(const ht_store *st, const ht_eval_key *k) {
+  for (int i = 0; i < st->n_pending; i++)
+    if (hts_eval_row_matches(st->pending[i], k)) return 1;
+  return 0;
+}
+
+ht_status hts_pending_close(ht_store *st) {
+  ht_status e = hts_settle(st);
+  if (!e && st->journal_path) unlink(st->journal_path);
+  pending_clear(st);
+  journal_drop(st); /* on failure the file stays, unlocked, for the next open to recover */
+  return e;
+}
+
+/* ---- recovery ---- */
+
+/* The rows of a dead process's journal; a line that is not a row (cut short by the kill) is
+ * counted and skipped. */
+static int read_rows(FILE *f, json_t ***rows, int *n, int *bad) {
+  char *line = NULL;
+  size_t cap = 0;
+  int cap_rows = 0;
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) > 0) {
+    json_t *row = json_loadb(line, (size_t)len, JSON_DISABLE_EOF_CHECK, NULL);
+    if (!row || !hts_eval_row_valid(row)) {
+      json_decref(row);
+      ++*bad;
+      continue;
+    }
+    if (*n == cap_rows) {
+      cap_rows = cap_rows ? 2 * cap_rows : 16;
+      json_t **grown = realloc(*rows, (size_t)cap_rows * sizeof *grown);
+      if (!grown) {
+        json_decref(row);
+        free(line);
+        return -1;
+      }
+      *rows = grown;
+    }
+    (*rows)[(*n)++] = row;
+  }
+  free(line);
+  return 0;
+}
+
+static ht_status recover_one(ht_store *st, const char *path) {
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return HT_OK; /* recovered by another process meanwhile */
+  if (lock_file(fd) != 0) { /* its owner is alive */
+    close(fd);
+    return HT_OK;
+  }
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return ht_error(HT_ERR_NOMEM, "out of memory");
+  }
+  json_t **rows = NULL;
+  int n = 0, bad = 0, skipped = 0;
+  ht_status e = read_rows(f, &rows, &n, &bad) ? ht_error(HT_ERR_NOMEM, "out of memory") : HT_OK;
+  if (!e && n) e = insert_rows(st, rows, n, 1, &skipped);
+  if (!e) {
+    if (n - skipped)
+      ht_log(1, "%s: restored %d evaluation%s of a process that ended before committing them", st->path,
+             n - skipped, n - skipped == 1 ? "" : "s");
+    if (bad) /* a line cut short by the kill, or a file that is not a journal */
+      ht_log(1, "%s: skipped %d unreadable line%s of %s, the journal of a process that ended", st->path, bad,
+             bad == 1 ? "" : "s", path);
+    unlink(path);
+  }
+  for (int i = 0; i < n; i++) json_decref(rows[i]);
+  free(rows);
+  fclose(f); /* releases the lock */
+  return e;
+}
+
+ht_status hts_recover_journals(ht_store *st) {
+  const char *slash = strrchr(st->path, '/');
+  char *dir = slash ? ht_strfmt("%.*s", slash == st->path ? 1 : (int)(slash - st->path), st->path) : ht_strdup(".");
+  char *prefix = ht_strfmt("%s" JOURNAL_TAG, slash ? slash + 1 : st->path);
+  DIR *d = dir && prefix ? opendir(dir) : NULL;
+  ht_status e = dir && prefix ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
+  size_t plen = prefix ? strlen(prefix) : 0;
+  struct dirent *ent;
+  while (d && !e && (ent = readdir(d)))
+    if (strncmp(ent->d_name, prefix, plen) == 0 && ent->d_name[plen] >= '0' && ent->d_name[plen] <= '9' &&
+        atol(ent->d_name + plen) != (long)getpid()) { /* this process's own are alive, and unlocked to it */
+      char *path = ht_strfmt("%s/%s", dir, ent->d_name);
+      e = path ? recover_one(st, path) : ht_error(HT_ERR_NOMEM, "out of memory");
+      free(path);
+    }
+  if (d) closedir(d);
+  free(dir);
+  free(prefix);
+  return e;
+}
