@@ -130,15 +130,27 @@ void hts_iso8601(double t, char out[40]) {
 /* ---- writing ---- */
 
 /* An evaluation's row: the parameters of HTS_PUT_EVAL in order, with the type of each ('i'
- * integer, 'd' double, 't' text; any may be null). JSON has no NaN or infinity: NaN (stored as
- * NULL, as SQLite stores a NaN) becomes null, an infinity the string "inf" or "-inf". */
+ * integer, 'd' double, 't' text; any may be null). A double is a string in C's hexadecimal
+ * notation ("0x1.0624dd2f1a9fcp-10", "inf"): exact, and several times faster to write than the
+ * 17 decimal digits that keep it exact, for the dozen doubles of every evaluation; NaN (stored as
+ * NULL, as SQLite stores a NaN) is null. */
 static const char row_types[] = "iiiittt" "dddddd" "it" "di" "ddddd" "d" "tt";
 enum { ROW_SESSION, ROW_KERNEL, ROW_DEVICE, ROW_PROBLEM, ROW_CONFIG_KEY, ROW_STATUS = 6, ROW_TIME, ROW_TIMESTAMP = 22 };
 
 static json_t *row_double(double v) {
   if (isnan(v)) return json_null();
-  if (isinf(v)) return json_string(v > 0 ? "inf" : "-inf");
-  return json_real(v);
+  char text[40];
+  snprintf(text, sizeof text, "%a", v);
+  return json_string(text);
+}
+
+/* -1 when v is not a double of a row. */
+static int row_get_double(json_t *v, double *out) {
+  const char *text = json_string_value(v);
+  char *end = NULL;
+  if (!text || !*text) return -1;
+  *out = strtod(text, &end);
+  return *end || isnan(*out) ? -1 : 0;
 }
 
 static json_t *row_text(const char *v) { return v ? json_string(v) : json_null(); }
@@ -170,24 +182,22 @@ int hts_eval_row_valid(json_t *row) {
   if (!json_is_array(row) || json_array_size(row) != sizeof row_types - 1) return 0;
   for (size_t i = 0; i < sizeof row_types - 1; i++) {
     json_t *v = json_array_get(row, i);
+    double d;
     int ok = json_is_null(v) || (row_types[i] == 'i' && json_is_integer(v)) || (row_types[i] == 't' && json_is_string(v)) ||
-             (row_types[i] == 'd' && (json_is_real(v) || json_is_integer(v) ||
-                                      (json_is_string(v) && strstr("inf -inf", json_string_value(v)))));
+             (row_types[i] == 'd' && row_get_double(v, &d) == 0);
     if (!ok) return 0;
   }
   return json_is_integer(json_array_get(row, ROW_KERNEL)) && json_is_string(json_array_get(row, ROW_CONFIG_KEY));
 }
 
-static double row_get_double(json_t *v) {
-  if (json_is_string(v)) return json_string_value(v)[0] == '-' ? -INFINITY : INFINITY;
-  return json_number_value(v);
-}
-
+/* The row is valid (hts_eval_row_valid, or built by eval_row). */
 static int bind_row_value(sqlite3_stmt *s, int i, char type, json_t *v) {
+  double d = 0;
   if (json_is_null(v)) return sqlite3_bind_null(s, i);
   if (type == 'i') return sqlite3_bind_int64(s, i, json_integer_value(v));
   if (type == 't') return sqlite3_bind_text(s, i, json_string_value(v), -1, SQLITE_STATIC);
-  return sqlite3_bind_double(s, i, row_get_double(v));
+  row_get_double(v, &d);
+  return sqlite3_bind_double(s, i, d);
 }
 
 /* The row, and its session's tally. */
@@ -205,7 +215,7 @@ ht_status hts_insert_eval_row(ht_store *st, json_t *row) {
   rc = sqlite3_bind_int64(s, 1, json_integer_value(session));
   int ok = strcmp(json_string_value(json_array_get(row, ROW_STATUS)) ? json_string_value(json_array_get(row, ROW_STATUS)) : "",
                   ht_eval_status_name(HT_EVAL_OK)) == 0;
-  rc |= ok && !json_is_null(time) ? sqlite3_bind_double(s, 2, row_get_double(time)) : sqlite3_bind_null(s, 2);
+  rc |= ok ? bind_row_value(s, 2, 'd', time) : sqlite3_bind_null(s, 2);
   if (rc != SQLITE_OK) return hts_fail(st, rc, "bind session tally");
   return hts_step_id(st, s, "update session", NULL);
 }
