@@ -42,25 +42,39 @@ ht_status ht_local_evaluate(void *state, const ht_config *cfg, int reuse, ht_res
   return st;
 }
 
-/* 1 when the store answers cfg (reuse): nothing to build for it. */
+/* 1 when the store answers cfg (reuse): nothing to build for it; -1 when it could not say. */
 static int stored(local_state *s, const ht_config *cfg) {
   ht_result res;
   char *key = ht_config_text(s->a.space, cfg);
   ht_eval_key k = s->a.key;
   k.config_key = key;
   int found = 0;
-  if (!key || ht_store_get_eval(s->a.store, &k, &res, &found)) ht_error_clear();
+  if (!key || ht_store_get_eval(s->a.store, &k, &res, &found)) {
+    ht_error_clear();
+    found = -1;
+  }
   free(key);
   return found;
 }
 
+static int earlier_in_batch(const ht_config *cfgs, int i) {
+  for (int j = 0; j < i; j++)
+    if (ht_config_equal(&cfgs[j], &cfgs[i])) return 1;
+  return 0;
+}
+
 /* A batch's kernels are built at once, on as many cores (ht_runner_precompile), before its
- * configs are measured one after another. */
-static ht_status precompile(local_state *s, const ht_config *cfgs, int n) {
+ * configs are measured one after another. unstored[i]: the store was asked for cfgs[i] and had
+ * none, so its evaluation need not ask again. */
+static ht_status precompile(local_state *s, const ht_config *cfgs, int n, unsigned char *unstored) {
   ht_config *todo = n > 1 ? malloc(sizeof *todo * (size_t)n) : NULL;
   int m = 0;
-  for (int i = 0; todo && i < n; i++)
-    if (!s->a.reuse || !stored(s, &cfgs[i])) todo[m++] = cfgs[i];
+  for (int i = 0; todo && i < n; i++) {
+    int found = s->a.reuse ? stored(s, &cfgs[i]) : 0;
+    /* a config asked twice is looked up again: its first evaluation may answer it */
+    unstored[i] = s->a.reuse && found == 0 && !earlier_in_batch(cfgs, i);
+    if (found != 1) todo[m++] = cfgs[i];
+  }
   ht_status st = HT_OK;
   for (int i = 0; i < m && !st; i += HT_MAX_PRECOMPILE)
     st = ht_runner_precompile(s->a.runner, todo + i, m - i < HT_MAX_PRECOMPILE ? m - i : HT_MAX_PRECOMPILE);
@@ -70,15 +84,19 @@ static ht_status precompile(local_state *s, const ht_config *cfgs, int n) {
 
 static ht_status local_submit(void *state, const ht_config *cfgs, int n) {
   local_state *s = state;
-  ht_status st = precompile(s, cfgs, n);
-  if (st) return st;
-  for (int i = 0; i < n; i++) {
+  unsigned char *unstored = calloc((size_t)(n > 0 ? n : 1), 1);
+  ht_status st = unstored ? precompile(s, cfgs, n, unstored) : ht_error(HT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < n && !st; i++) {
     ht_exec_done *d = ht_exec_queue_push(&s->queue);
-    if (!d) return HT_ERR_NOMEM;
-    d->cfg = cfgs[i];
-    s->queued++;
+    if (!d) st = HT_ERR_NOMEM;
+    else {
+      d->cfg = cfgs[i];
+      d->unstored = unstored[i];
+      s->queued++;
+    }
   }
-  return HT_OK;
+  free(unstored);
+  return st;
 }
 
 /* Nothing runs in the background: a waiting poll evaluates the next config in line. */
@@ -91,7 +109,7 @@ static ht_status local_poll(void *state, ht_exec_done *out, int max, int wait, i
   s->queued--;
   out->cfg = next->cfg;
   double t0 = ht_now();
-  ht_status st = ht_local_evaluate(s, &out->cfg, s->a.reuse, &out->result, &out->reused);
+  ht_status st = ht_local_evaluate(s, &out->cfg, s->a.reuse && !next->unstored, &out->result, &out->reused);
   out->cost_s = ht_now() - t0;
   if (!st) *got = 1;
   return st;

@@ -15,6 +15,7 @@ typedef struct ht_exec_done {
   ht_result result;
   double cost_s; /* what the evaluation cost the tuner: its recorded cost (replay), its wall time (local) */
   int reused;    /* taken from the store instead of measured */
+  int unstored;  /* local: the store did not have it when it was submitted (no second look-up) */
 } ht_exec_done;
 
 typedef struct ht_executor_ops {
