@@ -662,6 +662,48 @@ static void test_kill9(void **state) {
   ht_store_close(st);
 }
 
+/* Processes that open (and so create) one new database at the same moment all succeed: the one
+ * creating it holds locks for a moment, the others wait for them. */
+static void test_created_by_several_at_once(void **state) {
+  fix *f = *state;
+  enum { ROUNDS = 8, PROCS = 3 };
+  for (int round = 0; round < ROUNDS; round++) {
+    char db[160];
+    snprintf(db, sizeof db, "%s/race%d.db", f->dir, round);
+    int go[2];
+    assert_int_equal(pipe(go), 0);
+    pid_t pids[PROCS];
+    for (int i = 0; i < PROCS; i++) {
+      pids[i] = fork();
+      assert_true(pids[i] >= 0);
+      if (pids[i] == 0) {
+        char c;
+        close(go[1]);
+        if (read(go[0], &c, 1) != 0) _exit(5); /* released together when the pipe closes */
+        ht_store *st = NULL;
+        if (ht_store_open(db, &st) != HT_OK) {
+          fprintf(stderr, "%s\n", ht_last_error());
+          _exit(2);
+        }
+        ht_device_info d;
+        make_device(&d, i);
+        int64_t id;
+        int rc = ht_store_put_device(st, &d, &id) == HT_OK ? 0 : 3;
+        ht_store_close(st);
+        _exit(rc);
+      }
+    }
+    close(go[0]);
+    close(go[1]);
+    for (int i = 0; i < PROCS; i++) {
+      int status = 0;
+      assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+      assert_true(WIFEXITED(status));
+      assert_int_equal(WEXITSTATUS(status), 0);
+    }
+  }
+}
+
 /* ---- grouped commits ---- */
 
 static int count_all(ht_store *st) {
@@ -1064,6 +1106,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_two_handles, setup, teardown),
       cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_created_by_several_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_reads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_limits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_kill9, setup, teardown),

@@ -161,6 +161,11 @@ static char *file_uri(const char *path, int immutable) {
   return b.data;
 }
 
+static double lock_timeout_s(void) {
+  const char *env = getenv("HETUNE_DB_LOCK_TIMEOUT");
+  return env && atof(env) > 0 ? atof(env) : 600;
+}
+
 static ht_status open_conn(const char *path, int flags, int immutable, sqlite3 **out) {
   *out = NULL;
   char *uri = file_uri(path, immutable);
@@ -174,6 +179,9 @@ static ht_status open_conn(const char *path, int flags, int immutable, sqlite3 *
     sqlite3_close(db);
     return s;
   }
+  /* The inspection's connection waits for a lock as the store's does (its busy handler, set in
+   * configure, replaces this): a process creating the file holds one for a moment. */
+  sqlite3_busy_timeout(db, (int)(lock_timeout_s() * 1000));
   *out = db;
   return HT_OK;
 }
@@ -183,8 +191,7 @@ static ht_status open_conn(const char *path, int flags, int immutable, sqlite3 *
  * aborted a tuning run and lost the measurement in hand. */
 static int wait_for_lock(void *ctx, int tries) {
   ht_store *st = ctx;
-  const char *env = getenv("HETUNE_DB_LOCK_TIMEOUT");
-  double limit = env && atof(env) > 0 ? atof(env) : 600, now = ht_now();
+  double limit = lock_timeout_s(), now = ht_now();
   if (tries == 0) st->lock_wait_since = now;
   double waited = now - st->lock_wait_since;
   if (waited >= limit) return 0;
@@ -231,7 +238,8 @@ static ht_status inspect_file(const char *path, long long size, int readonly, in
   }
   if (*immutable == 2) *immutable = 1;
   if (!s) s = hts_judge(path, &in, readonly);
-  if (s) remove_side_files(path, had_wal, had_shm);
+  /* Not when it is locked: another process is using the file, and the side files are its own. */
+  if (s && s != HT_ERR_TIMEOUT) remove_side_files(path, had_wal, had_shm);
   return s;
 }
 
@@ -287,6 +295,16 @@ static ht_status mark_dead_sessions(ht_store *st) {
   return s;
 }
 
+/* Switching a new file to WAL needs it to itself; SQLite does not call the busy handler for it
+ * when that could deadlock (two processes creating the file at once), so it is retried here. */
+static ht_status enable_wal(ht_store *st) {
+  for (int tries = 0;; tries++) {
+    int rc = sqlite3_exec(st->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+    int busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (rc == SQLITE_OK || !busy || !wait_for_lock(st, tries)) return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, "enable WAL");
+  }
+}
+
 static ht_status configure(ht_store *st) {
   sqlite3_busy_handler(st->db, wait_for_lock, st);
   ht_status s = hts_exec(st, "PRAGMA foreign_keys = ON", "enable foreign keys");
@@ -298,7 +316,7 @@ static ht_status configure(ht_store *st) {
    * survives kill -9 and crashes of the process (it is in the WAL before commit returns); only a
    * power loss may drop the last few. FULL costs an fsync (~5 ms here) per evaluation, more than
    * the rest of the framework together (BENCHMARKS.md); HETUNE_DB_SYNC=full asks for it. */
-  s = hts_exec(st, "PRAGMA journal_mode = WAL", "enable WAL");
+  s = enable_wal(st);
   const char *sync = getenv("HETUNE_DB_SYNC");
   int full = sync && strcmp(sync, "full") == 0;
   if (!s) s = hts_exec(st, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", "set synchronous");

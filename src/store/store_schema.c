@@ -130,8 +130,8 @@ static ht_status pragma_int(sqlite3 *db, const char *path, const char *sql, int 
   int prim = rc & 0xff;
   if (prim == SQLITE_NOTADB) return ht_error(HT_ERR_STORE, "%s: not a SQLite database", path);
   if (prim == SQLITE_CORRUPT) return ht_error(HT_ERR_STORE, "%s: database is corrupt (%s)", path, sqlite3_errmsg(db));
-  if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
-    return ht_error(HT_ERR_STORE, "%s: database is locked by another process", path);
+  if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) /* after waiting HETUNE_DB_LOCK_TIMEOUT */
+    return ht_error(HT_ERR_TIMEOUT, "%s: database is locked by another process", path);
   /* On a read-only connection, READONLY here means the WAL index could not be set up (no -shm in a
    * read-only folder): the caller retries as immutable. */
   if (prim == SQLITE_CANTOPEN || prim == SQLITE_IOERR || prim == SQLITE_READONLY)
@@ -178,6 +178,9 @@ static ht_status find_missing_table(sqlite3 *db, const char *path, hts_inspect *
 
 ht_status hts_inspect_db(sqlite3 *db, const char *path, long long file_size, int for_writing, hts_inspect *out) {
   memset(out, 0, sizeof *out);
+  /* One read transaction: the header and the tables of one moment, not an id read before and a
+   * table count read after another process created the schema. */
+  int in_txn = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
   ht_status s = pragma_int(db, path, "PRAGMA application_id", &out->app_id);
   if (!s) s = pragma_int(db, path, "PRAGMA user_version", &out->user_version);
   if (!s) s = pragma_int(db, path, "SELECT count(*) FROM sqlite_master", &out->n_tables);
@@ -185,6 +188,7 @@ ht_status hts_inspect_db(sqlite3 *db, const char *path, long long file_size, int
   /* A file about to be written is checked whole, whatever its size: SQLite would write pages
    * before it met the damaged one. Reading cannot make damage worse, so large files skip it. */
   if (!s && file_size > 0 && (for_writing || file_size <= QUICK_CHECK_MAX_BYTES)) s = quick_check(db, path);
+  if (in_txn) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
   return s;
 }
 
