@@ -311,7 +311,7 @@ static ht_status configure(ht_store *st) {
   /* A reader of a writable file holds a read-write connection that refuses writes: as the last
    * connection to close, it removes the -wal and -shm files a read-only connection would leave. */
   if (!s && st->readonly) s = hts_exec(st, "PRAGMA query_only = ON", "open for reading");
-  if (s || st->readonly) return s;
+  if (s || st->readonly) return s ? s : hts_recover_journals(st);
   /* WAL: readers never block the tuner's writes. synchronous=NORMAL: a committed evaluation
    * survives kill -9 and crashes of the process (it is in the WAL before commit returns); only a
    * power loss may drop the last few. FULL costs an fsync (~5 ms here) per evaluation, more than

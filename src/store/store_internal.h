@@ -93,7 +93,8 @@ ht_status hts_pending_put(ht_store *st, json_t *row, int *kept);
 int hts_pending_has(const ht_store *st, const ht_eval_key *k);
 /* Settles and removes the journal (left for recovery when the commit fails). */
 ht_status hts_pending_close(ht_store *st);
-/* Puts in the rows of journals whose process is gone, and removes those journals. */
+/* Puts in the rows of journals whose process is gone, and removes those journals; a read-only
+ * store only says that they are there. */
 ht_status hts_recover_journals(ht_store *st);
 
 /* Schema (store_schema.c). */
