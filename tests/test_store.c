@@ -939,6 +939,18 @@ static void test_grouped_live_journal_untouched(void **state) {
   assert_int_equal(count_all(st), 0);
   ht_store_close(st);
   assert_int_equal(access(path, F_OK), -1);
+  /* files that only begin like a journal's name are not journals: another database, its WAL */
+  const char *others[] = {"-pending-1.db", "-pending-1-0-wal", "-pending-1-0.bak", "-pending-x-0"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s%s", f->db, others[i]);
+    write_bytes(path, "not a row\n", 10);
+  }
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ht_store_close(st);
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s%s", f->db, others[i]);
+    assert_int_equal(access(path, F_OK), 0);
+  }
 }
 
 /* ---- exports ---- */

@@ -11,6 +11,7 @@
  *
  * Rows are JSON arrays holding the INSERT's parameters in order (store_eval.c builds them), so a
  * normal group commit and the recovery after a crash bind the same values the same way. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -234,6 +235,17 @@ static ht_status note_one(ht_store *st, const char *path) {
   return HT_OK;
 }
 
+/* 1 when name is exactly "PID-N" (what follows a journal's prefix): nothing else in the folder,
+ * not even another database whose name begins like this one's journals, is taken for one. */
+static int journal_pid(const char *name, long *pid) {
+  char *end = NULL;
+  if (!isdigit((unsigned char)name[0])) return 0;
+  *pid = strtol(name, &end, 10);
+  if (*end != '-' || !isdigit((unsigned char)end[1])) return 0;
+  strtol(end + 1, &end, 10);
+  return *end == '\0';
+}
+
 /* Calls fn for each journal of this database but this process's own (alive, and unlocked to it). */
 static ht_status each_journal(ht_store *st, ht_status (*fn)(ht_store *, const char *)) {
   const char *slash = strrchr(st->path, '/');
@@ -243,9 +255,9 @@ static ht_status each_journal(ht_store *st, ht_status (*fn)(ht_store *, const ch
   ht_status e = dir && prefix ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
   size_t plen = prefix ? strlen(prefix) : 0;
   struct dirent *ent;
+  long pid;
   while (d && !e && (ent = readdir(d)))
-    if (strncmp(ent->d_name, prefix, plen) == 0 && ent->d_name[plen] >= '0' && ent->d_name[plen] <= '9' &&
-        atol(ent->d_name + plen) != (long)getpid()) {
+    if (strncmp(ent->d_name, prefix, plen) == 0 && journal_pid(ent->d_name + plen, &pid) && pid != (long)getpid()) {
       char *path = ht_strfmt("%s/%s", dir, ent->d_name);
       e = path ? fn(st, path) : ht_error(HT_ERR_NOMEM, "out of memory");
       free(path);
