@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -902,6 +903,80 @@ static void test_grouped_journal_after_commit(void **state) {
   ht_store_close(st);
 }
 
+/* A child that dies by kill -9 with four evaluations pending; returns its journal's path. */
+static char *killed_with_pending(const fix *f) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    ht_store *st = NULL;
+    ht_result rs[4];
+    awkward_results(rs);
+    if (ht_store_open(f->db, &st) != HT_OK) _exit(2);
+    ids x = populate(st);
+    if (ht_store_group_evals(st, 16) != HT_OK) _exit(3);
+    put_grouped(st, x, rs, 4);
+    size_t len = strlen(st->journal_path);
+    if (write(fds[1], st->journal_path, len) != (ssize_t)len) _exit(4);
+    raise(SIGKILL);
+  }
+  close(fds[1]);
+  char buf[256] = "";
+  ssize_t n = read(fds[0], buf, sizeof buf - 1);
+  close(fds[0]);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && n > 0);
+  buf[n] = '\0';
+  return strdup(buf);
+}
+
+/* A journal names its database: one left beside a new database of the same name is not put into
+ * it; and a row the database refuses (it names a session the file lacks) is left out alone. */
+static void test_grouped_journal_of_other_database(void **state) {
+  fix *f = *state;
+  char *journal = killed_with_pending(f);
+  char side[160];
+  unlink(f->db);
+  snprintf(side, sizeof side, "%s-wal", f->db);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", f->db);
+  unlink(side);
+  usleep(2000); /* the new database's creation time differs */
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  assert_int_equal(count_all(st), 0);
+  ht_store_close(st);
+  assert_int_equal(access(journal, F_OK), 0);
+  unlink(journal);
+  free(journal);
+
+  nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  assert_int_equal(mkdir(f->dir, 0700), 0);
+  journal = killed_with_pending(f);
+  size_t len = 0;
+  char *text = slurp(journal, &len), *last = text + len - 1;
+  while (last > text && last[-1] != '\n') last--;
+  json_t *row = json_loads(last, 0, NULL);
+  assert_non_null(row);
+  json_array_set_new(row, 0, json_integer(999));
+  json_array_set_new(row, 4, json_string("TX=orphan"));
+  char *orphan = json_dumps(row, JSON_COMPACT);
+  FILE *fp = fopen(journal, "a");
+  assert_non_null(fp);
+  fprintf(fp, "%s\n", orphan);
+  fclose(fp);
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  assert_int_equal(count_all(st), 4);
+  ht_store_close(st);
+  assert_int_equal(access(journal, F_OK), -1);
+  free(orphan);
+  json_decref(row);
+  free(text);
+  free(journal);
+}
+
 /* A journal whose owner (another process) holds its lock is alive: left alone until the lock is
  * gone. */
 static void test_grouped_live_journal_untouched(void **state) {
@@ -1139,6 +1214,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_grouped_kill9, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_journal_after_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_live_journal_untouched, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grouped_journal_of_other_database, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_csv, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_t4, setup, teardown),
   };

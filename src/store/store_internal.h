@@ -4,6 +4,7 @@
 #define HETUNE_STORE_INTERNAL_H
 
 #include <jansson.h>
+#include <sys/types.h>
 #include <sqlite3.h>
 
 #include "hetune/store.h"
@@ -47,6 +48,7 @@ struct ht_store {
   double pending_since;
   int journal_fd; /* -1: none yet */
   char *journal_path;
+  off_t journal_header_len; /* its first line, naming the database; kept when it is emptied */
 };
 
 /* The result columns every evaluation query selects, in the order hts_row_result reads them. */

@@ -38,6 +38,38 @@ static void journal_drop(ht_store *st) {
   st->journal_path = NULL;
 }
 
+/* The database's creation time (hetune_meta), which a journal's first line names, so that a
+ * journal is never put into another database of the same name. */
+static char *database_identity(ht_store *st) {
+  sqlite3_stmt *q = NULL;
+  char *id = NULL;
+  if (sqlite3_prepare_v2(st->db, "SELECT value FROM hetune_meta WHERE key = 'created'", -1, &q, NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+    id = ht_strdup((const char *)sqlite3_column_text(q, 0));
+  sqlite3_finalize(q);
+  return id ? id : ht_strdup("");
+}
+
+static char *journal_header(ht_store *st) {
+  char *id = database_identity(st);
+  json_t *h = id ? json_pack("{s:i, s:s}", "hetune journal", 1, "database", id) : NULL;
+  char *text = h ? json_dumps(h, JSON_COMPACT) : NULL;
+  char *line = text ? ht_strfmt("%s\n", text) : NULL;
+  json_decref(h);
+  free(text);
+  free(id);
+  return line;
+}
+
+static int write_header(ht_store *st, int fd) {
+  char *line = journal_header(st);
+  size_t len = line ? strlen(line) : 0;
+  int ok = line && write(fd, line, len) == (ssize_t)len;
+  st->journal_header_len = ok ? (off_t)len : 0;
+  free(line);
+  return ok ? 0 : -1;
+}
+
 /* <db>-pending-<pid>-<n>: created exclusively and locked for as long as this store keeps it. */
 static int journal_create(ht_store *st) {
   static int counter;
@@ -45,7 +77,7 @@ static int journal_create(ht_store *st) {
     char *path = ht_strfmt("%s" JOURNAL_TAG "%ld-%d", st->path, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
     if (!path) return -1;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0 && lock_file(fd) == 0) {
+    if (fd >= 0 && lock_file(fd) == 0 && write_header(st, fd) == 0) {
       st->journal_fd = fd;
       st->journal_path = path;
       return 0;
@@ -79,14 +111,9 @@ static void pending_clear(ht_store *st) {
   st->n_pending = 0;
 }
 
-static ht_status insert_rows(ht_store *st, json_t *const *rows, int n, int skip_stored, int *skipped) {
+static ht_status insert_rows(ht_store *st, json_t *const *rows, int n) {
   ht_status e = hts_exec(st, "BEGIN IMMEDIATE", "begin evaluations");
-  for (int i = 0; !e && i < n; i++) {
-    int present = 0;
-    if (skip_stored) e = hts_eval_row_stored(st, rows[i], &present);
-    if (!e && !present) e = hts_insert_eval_row(st, rows[i]);
-    if (skipped) *skipped += present;
-  }
+  for (int i = 0; !e && i < n; i++) e = hts_insert_eval_row(st, rows[i]);
   if (!e) e = hts_exec(st, "COMMIT", "commit evaluations");
   if (e) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
   return e;
@@ -94,10 +121,10 @@ static ht_status insert_rows(ht_store *st, json_t *const *rows, int n, int skip_
 
 ht_status hts_settle(ht_store *st) {
   if (!st || st->n_pending == 0) return HT_OK;
-  ht_status e = insert_rows(st, st->pending, st->n_pending, 0, NULL);
+  ht_status e = insert_rows(st, st->pending, st->n_pending);
   if (e) return e; /* the rows stay pending, and in the journal */
   pending_clear(st);
-  if (st->journal_fd >= 0 && ftruncate(st->journal_fd, 0) != 0) {
+  if (st->journal_fd >= 0 && ftruncate(st->journal_fd, st->journal_header_len) != 0) {
     /* Harmless: recovery skips rows already stored. Start a new journal instead. */
     unlink(st->journal_path);
     journal_drop(st);
@@ -155,15 +182,24 @@ ht_status hts_pending_close(ht_store *st) {
 
 /* ---- recovery ---- */
 
-/* The rows of a dead process's journal; a line that is not a row (cut short by the kill) is
- * counted and skipped. */
-static int read_rows(FILE *f, json_t ***rows, int *n, int *bad) {
-  char *line = NULL;
+/* The rows of a dead process's journal, after its header line; a line that is not a row (cut
+ * short by the kill) is counted and skipped. *foreign: the header names another database. */
+static int read_rows(ht_store *st, FILE *f, json_t ***rows, int *n, int *bad, int *foreign) {
+  char *line = NULL, *id = database_identity(st);
   size_t cap = 0;
-  int cap_rows = 0;
+  int cap_rows = 0, first = 1, failed = !id;
   ssize_t len;
-  while ((len = getline(&line, &cap, f)) > 0) {
+  while (!failed && (len = getline(&line, &cap, f)) > 0) {
     json_t *row = json_loadb(line, (size_t)len, JSON_DISABLE_EOF_CHECK, NULL);
+    if (first && json_is_object(row)) {
+      const char *db = json_string_value(json_object_get(row, "database"));
+      *foreign = !db || strcmp(db, id) != 0;
+      first = 0;
+      json_decref(row);
+      if (*foreign) break;
+      continue;
+    }
+    first = 0;
     if (!row || !hts_eval_row_valid(row)) {
       json_decref(row);
       ++*bad;
@@ -174,46 +210,78 @@ static int read_rows(FILE *f, json_t ***rows, int *n, int *bad) {
       json_t **grown = realloc(*rows, (size_t)cap_rows * sizeof *grown);
       if (!grown) {
         json_decref(row);
-        free(line);
-        return -1;
+        failed = 1;
+        break;
       }
       *rows = grown;
     }
     (*rows)[(*n)++] = row;
   }
   free(line);
-  return 0;
+  free(id);
+  return failed ? -1 : 0;
 }
 
+/* The rows not stored yet, in one transaction; a row the database refuses (it names a session or
+ * kernel the database does not have) is counted in *refused and left out. */
+static ht_status restore_rows(ht_store *st, json_t *const *rows, int n, int *restored, int *refused) {
+  ht_status e = hts_exec(st, "BEGIN IMMEDIATE", "restore evaluations");
+  for (int i = 0; !e && i < n; i++) {
+    int present = 0;
+    e = hts_eval_row_stored(st, rows[i], &present);
+    if (!e && !present) e = hts_insert_eval_row(st, rows[i]);
+    if (e == HT_ERR_INVALID) {
+      ++*refused;
+      ht_error_clear();
+      e = HT_OK;
+    } else if (!e && !present) {
+      ++*restored;
+    }
+  }
+  if (!e) e = hts_exec(st, "COMMIT", "restore evaluations");
+  if (e) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  return e;
+}
+
+static void report(ht_store *st, const char *path, int restored, int bad, int refused) {
+  if (restored)
+    ht_log(1, "%s: restored %d evaluation%s of a process that ended before committing them", st->path, restored,
+           restored == 1 ? "" : "s");
+  if (bad) /* a line cut short by the kill */
+    ht_log(1, "%s: skipped %d unreadable line%s of %s, the journal of a process that ended", st->path, bad,
+           bad == 1 ? "" : "s", path);
+  if (refused)
+    ht_log(1, "%s: skipped %d evaluation%s of %s naming a session, kernel or device the database does not hold",
+           st->path, refused, refused == 1 ? "" : "s", path);
+}
+
+/* Recovery never fails the open: a journal that cannot be put in now stays for a later one. */
 static ht_status recover_one(ht_store *st, const char *path) {
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return HT_OK; /* recovered by another process meanwhile */
-  if (lock_file(fd) != 0) { /* its owner is alive */
+  FILE *f = lock_file(fd) == 0 ? fdopen(fd, "r") : NULL; /* locked: its owner is alive */
+  if (!f) {
     close(fd);
     return HT_OK;
   }
-  FILE *f = fdopen(fd, "r");
-  if (!f) {
-    close(fd);
-    return ht_error(HT_ERR_NOMEM, "out of memory");
-  }
   json_t **rows = NULL;
-  int n = 0, bad = 0, skipped = 0;
-  ht_status e = read_rows(f, &rows, &n, &bad) ? ht_error(HT_ERR_NOMEM, "out of memory") : HT_OK;
-  if (!e && n) e = insert_rows(st, rows, n, 1, &skipped);
-  if (!e) {
-    if (n - skipped)
-      ht_log(1, "%s: restored %d evaluation%s of a process that ended before committing them", st->path,
-             n - skipped, n - skipped == 1 ? "" : "s");
-    if (bad) /* a line cut short by the kill, or a file that is not a journal */
-      ht_log(1, "%s: skipped %d unreadable line%s of %s, the journal of a process that ended", st->path, bad,
-             bad == 1 ? "" : "s", path);
+  int n = 0, bad = 0, foreign = 0, restored = 0, refused = 0;
+  ht_status e = read_rows(st, f, &rows, &n, &bad, &foreign) ? ht_error(HT_ERR_NOMEM, "out of memory") : HT_OK;
+  if (!e && foreign)
+    ht_log(1, "%s: %s is the journal of another database of this name; left as it is", st->path, path);
+  else if (!e && n)
+    e = restore_rows(st, rows, n, &restored, &refused);
+  if (!e && !foreign) {
+    report(st, path, restored, bad, refused);
     unlink(path);
+  } else if (e) {
+    ht_log(1, "%s: cannot restore the evaluations in %s now (%s); they stay there", st->path, path, ht_last_error());
+    ht_error_clear();
   }
   for (int i = 0; i < n; i++) json_decref(rows[i]);
   free(rows);
   fclose(f); /* releases the lock */
-  return e;
+  return HT_OK;
 }
 
 /* A reader takes no lock: it asks whether anyone holds one. Then it counts the lines. */
@@ -225,11 +293,11 @@ static ht_status note_one(ht_store *st, const char *path) {
     return HT_OK;
   }
   FILE *f = fdopen(fd, "r");
-  int lines = 0, c;
+  int lines = -1, c; /* the header is no evaluation */
   while (f && (c = getc(f)) != EOF) lines += c == '\n';
   if (f) fclose(f);
   else close(fd);
-  if (lines)
+  if (lines > 0)
     ht_log(1, "%s: %d evaluation%s of a process that ended wait in %s; the next command that writes to the database "
               "(hetune tune) stores them", st->path, lines, lines == 1 ? "" : "s", path);
   return HT_OK;
