@@ -808,6 +808,39 @@ static void test_grouped_limits(void **state) {
   ht_store_close(st);
 }
 
+/* A group whose commit fails (another process holds the write lock too long) stays pending,
+ * retried at every store, and is committed whole once it can be; no more rows are taken while
+ * the list is full. */
+static void test_grouped_commit_fails(void **state) {
+  fix *f = *state;
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  ids x = populate(st);
+  assert_int_equal(ht_store_group_evals(st, 4), HT_OK);
+  sqlite3 *blocker = NULL;
+  assert_int_equal(sqlite3_open(f->db, &blocker), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+  setenv("HETUNE_DB_LOCK_TIMEOUT", "0.01", 1);
+  ht_result r;
+  make_result(&r, 1.0);
+  int failed = 0;
+  for (int i = 0; i < 2 * HTS_MAX_PENDING; i++) {
+    char ck[32];
+    snprintf(ck, sizeof ck, "TX=%d", i);
+    ht_eval_key k = key_of(x, ck, "{}");
+    failed += ht_store_put_eval(st, x.session, &k, &r, NULL) != HT_OK;
+  }
+  unsetenv("HETUNE_DB_LOCK_TIMEOUT");
+  assert_int_equal(failed, 2 * HTS_MAX_PENDING - 3);
+  assert_int_equal(st->n_pending, HTS_MAX_PENDING);
+  assert_int_equal(sqlite3_exec(blocker, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(blocker);
+  ht_store_close(st);
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  assert_int_equal(count_all(st), HTS_MAX_PENDING);
+  ht_store_close(st);
+}
+
 /* kill -9 with a group pending: the next writable open puts the journal's rows in, bit for bit,
  * with the session's tally, and removes the journal; a read-only open changes nothing. */
 static void test_grouped_kill9(void **state) {
@@ -1211,6 +1244,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_created_by_several_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_reads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_limits, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grouped_commit_fails, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_kill9, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_journal_after_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_live_journal_untouched, setup, teardown),

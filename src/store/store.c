@@ -301,7 +301,8 @@ static ht_status enable_wal(ht_store *st) {
   for (int tries = 0;; tries++) {
     int rc = sqlite3_exec(st->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
     int busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
-    if (rc == SQLITE_OK || !busy || !wait_for_lock(st, tries)) return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, "enable WAL");
+    if (rc == SQLITE_OK) return HT_OK;
+    if (!busy || !wait_for_lock(st, tries)) return hts_fail(st, rc, "enable WAL");
   }
 }
 

@@ -183,8 +183,9 @@ int hts_eval_row_valid(json_t *row) {
   for (size_t i = 0; i < sizeof row_types - 1; i++) {
     json_t *v = json_array_get(row, i);
     double d;
-    int ok = json_is_null(v) || (row_types[i] == 'i' && json_is_integer(v)) || (row_types[i] == 't' && json_is_string(v)) ||
-             (row_types[i] == 'd' && row_get_double(v, &d) == 0);
+    char type = row_types[i];
+    int ok = json_is_null(v) || (type == 'i' && json_is_integer(v)) || (type == 't' && json_is_string(v)) ||
+             (type == 'd' && row_get_double(v, &d) == 0);
     if (!ok) return 0;
   }
   return json_is_integer(json_array_get(row, ROW_KERNEL)) && json_is_string(json_array_get(row, ROW_CONFIG_KEY));
@@ -206,15 +207,16 @@ ht_status hts_insert_eval_row(ht_store *st, json_t *row) {
   ht_status e = hts_stmt(st, HTS_PUT_EVAL, &s);
   if (e) return e;
   int rc = SQLITE_OK;
-  for (size_t i = 0; i < sizeof row_types - 1; i++) rc |= bind_row_value(s, (int)i + 1, row_types[i], json_array_get(row, i));
+  for (size_t i = 0; i < sizeof row_types - 1; i++)
+    rc |= bind_row_value(s, (int)i + 1, row_types[i], json_array_get(row, i));
   if (rc != SQLITE_OK) return hts_fail(st, rc, "bind evaluation");
   if ((e = hts_step_id(st, s, "store evaluation", NULL))) return e;
   json_t *session = json_array_get(row, ROW_SESSION), *time = json_array_get(row, ROW_TIME);
   if (!json_is_integer(session)) return HT_OK;
   if ((e = hts_stmt(st, HTS_SESSION_TALLY, &s))) return e;
   rc = sqlite3_bind_int64(s, 1, json_integer_value(session));
-  int ok = strcmp(json_string_value(json_array_get(row, ROW_STATUS)) ? json_string_value(json_array_get(row, ROW_STATUS)) : "",
-                  ht_eval_status_name(HT_EVAL_OK)) == 0;
+  const char *status = json_string_value(json_array_get(row, ROW_STATUS));
+  int ok = status && strcmp(status, ht_eval_status_name(HT_EVAL_OK)) == 0;
   rc |= ok ? bind_row_value(s, 2, 'd', time) : sqlite3_bind_null(s, 2);
   if (rc != SQLITE_OK) return hts_fail(st, rc, "bind session tally");
   return hts_step_id(st, s, "update session", NULL);
@@ -224,7 +226,8 @@ int hts_eval_row_matches(json_t *row, const ht_eval_key *k) {
   const char *key = json_string_value(json_array_get(row, ROW_CONFIG_KEY));
   return json_integer_value(json_array_get(row, ROW_KERNEL)) == k->kernel_id &&
          json_integer_value(json_array_get(row, ROW_DEVICE)) == k->device_id &&
-         json_integer_value(json_array_get(row, ROW_PROBLEM)) == k->problem_id && key && strcmp(key, k->config_key) == 0;
+         json_integer_value(json_array_get(row, ROW_PROBLEM)) == k->problem_id && key &&
+         strcmp(key, k->config_key) == 0;
 }
 
 ht_status hts_eval_row_stored(ht_store *st, json_t *row, int *stored) {

@@ -74,7 +74,8 @@ static int write_header(ht_store *st, int fd) {
 static int journal_create(ht_store *st) {
   static int counter;
   for (int tries = 0; tries < 100; tries++) {
-    char *path = ht_strfmt("%s" JOURNAL_TAG "%ld-%d", st->path, (long)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    int n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    char *path = ht_strfmt("%s" JOURNAL_TAG "%ld-%d", st->path, (long)getpid(), n);
     if (!path) return -1;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0 && lock_file(fd) == 0 && write_header(st, fd) == 0) {
@@ -140,11 +141,15 @@ ht_status hts_pending_put(ht_store *st, json_t *row, int *kept) {
     st->max_pending = 0;
     return HT_OK;
   }
+  /* A group whose commit failed (disk full, locked too long) stays pending: it is tried again
+   * at every store, and no row is journaled while the list is full. */
+  ht_status e = st->n_pending < HTS_MAX_PENDING ? HT_OK : hts_settle(st);
+  if (e) return e;
   char *line = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));
   if (!line) return ht_error(HT_ERR_NOMEM, "out of memory");
   size_t len = strlen(line);
   line[len] = '\n'; /* json_dumps' terminator: written, never read as a string */
-  ht_status e = write_all(st, line, len + 1);
+  e = write_all(st, line, len + 1);
   free(line);
   if (e) return e;
   json_incref(row);
