@@ -736,13 +736,16 @@ static void awkward_results(ht_result rs[4]) {
   rs[3].compile_cached = 1;
 }
 
+/* Stores r as config TX=i, without asking for its id (so it may be grouped). */
+static ht_status put_config(ht_store *st, ids x, int i, const ht_result *r) {
+  char ck[32];
+  snprintf(ck, sizeof ck, "TX=%d", i);
+  ht_eval_key k = key_of(x, ck, "{}");
+  return ht_store_put_eval(st, x.session, &k, r, NULL);
+}
+
 static void put_grouped(ht_store *st, ids x, const ht_result *rs, int n) {
-  for (int i = 0; i < n; i++) {
-    char ck[32];
-    snprintf(ck, sizeof ck, "TX=%d", i);
-    ht_eval_key k = key_of(x, ck, "{}");
-    assert_int_equal(ht_store_put_eval(st, x.session, &k, &rs[i], NULL), HT_OK);
-  }
+  for (int i = 0; i < n; i++) assert_int_equal(put_config(st, x, i, &rs[i]), HT_OK);
 }
 
 /* A group is invisible to other connections until committed; this store reads it at once. */
@@ -824,12 +827,7 @@ static void test_grouped_commit_fails(void **state) {
   ht_result r;
   make_result(&r, 1.0);
   int failed = 0;
-  for (int i = 0; i < 2 * HTS_MAX_PENDING; i++) {
-    char ck[32];
-    snprintf(ck, sizeof ck, "TX=%d", i);
-    ht_eval_key k = key_of(x, ck, "{}");
-    failed += ht_store_put_eval(st, x.session, &k, &r, NULL) != HT_OK;
-  }
+  for (int i = 0; i < 2 * HTS_MAX_PENDING; i++) failed += put_config(st, x, i, &r) != HT_OK;
   unsetenv("HETUNE_DB_LOCK_TIMEOUT");
   assert_int_equal(failed, 2 * HTS_MAX_PENDING - 3);
   assert_int_equal(st->n_pending, HTS_MAX_PENDING);
