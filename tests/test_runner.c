@@ -50,9 +50,9 @@ static ht_config config_of(int n, ...) {
 }
 
 /* Every mode of the C kernel, in one worker-backed runner, in an order that makes each failure
- * follow another: the runner must restart its worker and go on. */
-static void test_c_failures_are_results(void **state) {
-  (void)state;
+ * follow another: the runner must restart its worker and go on. ahead: each config is sent to the
+ * worker with the next one ahead (ht_runner_evaluate_ahead): every failure is still its own. */
+static void failures_are_results(int ahead) {
   ht_spec *spec = load(DATA "bad_c.json");
   ht_runner_options o;
   fast_options(&o);
@@ -63,10 +63,11 @@ static void test_c_failures_are_results(void **state) {
     ht_eval_status want;
   } cases[] = {{0, HT_EVAL_OK},          {1, HT_EVAL_RUNTIME}, {2, HT_EVAL_TIMEOUT}, {3, HT_EVAL_CORRECTNESS},
                {4, HT_EVAL_COMPILE},     {5, HT_EVAL_CORRECTNESS}, {6, HT_EVAL_RUNTIME}, {0, HT_EVAL_OK}};
+  const size_t n = sizeof cases / sizeof cases[0];
   ht_result *res = malloc(sizeof *res);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    ht_config c = config_of(1, cases[i].mode);
-    assert_int_equal(ht_runner_evaluate(r, &c, res), HT_OK);
+  for (size_t i = 0; i < n; i++) {
+    ht_config c = config_of(1, cases[i].mode), next = config_of(1, i + 1 < n ? cases[i + 1].mode : 0);
+    assert_int_equal(ht_runner_evaluate_ahead(r, &c, ahead && i + 1 < n ? &next : NULL, res), HT_OK);
     if (res->status != cases[i].want)
       fprintf(stderr, "mode %d: got %s (%s)\n", cases[i].mode, ht_eval_status_name(res->status), res->message);
     assert_int_equal(res->status, cases[i].want);
@@ -80,9 +81,31 @@ static void test_c_failures_are_results(void **state) {
   }
   /* segfault, hang and abort each cost a worker: 1 + 3 restarts */
   assert_int_equal(ht_runner_worker_starts(r), 4);
+  if (ahead) { /* a config sent ahead and not asked for ends its worker; what is asked is measured */
+    ht_config ok = config_of(1, 0), wrong = config_of(1, 3);
+    assert_int_equal(ht_runner_evaluate_ahead(r, &ok, &ok, res), HT_OK);
+    assert_int_equal(ht_runner_evaluate(r, &ok, res), HT_OK); /* the one sent ahead */
+    assert_int_equal(res->status, HT_EVAL_OK);
+    assert_int_equal(ht_runner_worker_starts(r), 4);
+    assert_int_equal(ht_runner_evaluate_ahead(r, &ok, &ok, res), HT_OK);
+    assert_int_equal(ht_runner_evaluate(r, &wrong, res), HT_OK);
+    assert_int_equal(res->status, HT_EVAL_CORRECTNESS);
+    assert_int_equal(ht_runner_worker_starts(r), 5);
+    assert_int_equal(ht_runner_evaluate_ahead(r, &ok, &ok, res), HT_OK); /* dropped by destroy */
+  }
   free(res);
   ht_runner_destroy(r);
   ht_spec_destroy(spec);
+}
+
+static void test_c_failures_are_results(void **state) {
+  (void)state;
+  failures_are_results(0);
+}
+
+static void test_c_failures_sent_ahead(void **state) {
+  (void)state;
+  failures_are_results(1);
 }
 
 static void test_opencl_failures_are_results(void **state) {
@@ -563,6 +586,7 @@ static void test_warmup_time(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_c_failures_are_results),
+    cmocka_unit_test(test_c_failures_sent_ahead),
     cmocka_unit_test(test_opencl_failures_are_results),
     cmocka_unit_test(test_opencl_first_launch_compiles),
     cmocka_unit_test(test_in_process_runner), cmocka_unit_test(test_overrun_detected),

@@ -59,6 +59,10 @@ struct ht_runner {
   double setup_deadline;
   int to_worker, from_worker;
   int starts;
+  /* A config sent to the worker ahead of its evaluation (ht_runner_evaluate_ahead). */
+  int in_flight;
+  ht_config flight;
+  double flight_sent;
 };
 
 void ht_runner_options_default(ht_runner_options *o) {
@@ -215,6 +219,13 @@ static int reap_worker(ht_runner *r, int kill_it) {
 }
 
 /* "crashed with signal 11 (Segmentation fault)": how a worker ended. */
+/* A config sent ahead and then not asked for: its worker is ended, the measurement dropped. */
+static void drop_flight(ht_runner *r) {
+  if (!r->in_flight) return;
+  r->in_flight = 0;
+  reap_worker(r, 1);
+}
+
 static void how_it_ended(int status, char *buf, size_t len) {
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
     snprintf(buf, len, "was killed by signal %d (%s; the system does this when it runs out of memory)", SIGKILL,
@@ -296,7 +307,10 @@ static ht_status start_worker(ht_runner *r) {
 }
 
 void ht_runner_new_worker(ht_runner *r) {
-  if (r && r->opt.isolate) reap_worker(r, 0);
+  if (r && r->opt.isolate) {
+    drop_flight(r);
+    reap_worker(r, 0);
+  }
 }
 
 /* What a config's worker was doing: compiling (until 'C'), in a first launch that may compile
@@ -325,7 +339,8 @@ static void describe_death(ht_runner *r, ht_result *res, config_phase ph, int ti
   }
 }
 
-static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result *out) {
+/* Sends cfg to a worker that is up (starting one if needed): it is then in flight. */
+static ht_status send_config(ht_runner *r, const ht_config *cfg) {
   if (r->pid && ht_child_exited(r->pid)) reap_worker(r, 1); /* it ended between configs: not this config's doing */
   if (!r->pid) {
     ht_status st = start_worker(r);
@@ -335,11 +350,23 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
     ht_status st = await_setup(r, 'S', 'I');
     if (st) return st;
   }
-  double t0 = ht_now();
+  r->in_flight = 1;
+  r->flight = *cfg;
+  r->flight_sent = ht_now();
+  /* A failed write means the worker is gone: reading its answer says how. */
+  send_message(r->to_worker, 'M', cfg, sizeof *cfg, NULL, 0);
+  return HT_OK;
+}
+
+/* The in-flight config's result; 1 when its worker may take the next config. */
+static int await_result(ht_runner *r, int sent_ahead, ht_result *out) {
   ht_result_init(out);
+  r->in_flight = 0;
+  /* Sent ahead, it ran while the caller was busy: only the wait from now is this config's. */
+  const double since = sent_ahead ? ht_now() : r->flight_sent;
   config_phase ph = PHASE_COMPILE;
-  int rc = send_message(r->to_worker, 'M', cfg, sizeof *cfg, NULL, 0) ? -1 : 0;
   char tag = 0, clean = 1;
+  int rc = 0;
   while (rc == 0 && tag != 'R') {
     double deadline = ht_now() + (ph == PHASE_RUN ? r->opt.timeout_s + ht_heartbeat_gap(r->opt.timeout_s)
                                                   : r->opt.compile_timeout_s + GRACE_S);
@@ -351,16 +378,31 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, ht_result
   }
   if (rc != 0) {
     describe_death(r, out, ph, rc == -2);
-    out->wall_s = ht_now() - t0;
+    out->wall_s = ht_now() - r->flight_sent;
     out->timestamp = ht_wall_time();
     out->time_s = NAN;
-    return HT_OK;
+    return 0;
   }
   if (!clean) reap_worker(r, 1); /* what the kernel left may still run: the next config gets a new worker */
   /* Count the pipe round trip as framework cost too. */
-  double wall = ht_now() - t0;
-  out->framework_s += wall - out->wall_s;
-  out->wall_s = wall;
+  double wall = ht_now() - since;
+  if (wall > out->wall_s) {
+    out->framework_s += wall - out->wall_s;
+    out->wall_s = wall;
+  }
+  return clean;
+}
+
+static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, const ht_config *next, ht_result *out) {
+  if (r->in_flight && !ht_config_equal(&r->flight, cfg)) drop_flight(r);
+  const int sent_ahead = r->in_flight;
+  if (!sent_ahead) {
+    ht_status st = send_config(r, cfg);
+    if (st) return st;
+  }
+  /* next goes out as soon as this result is in, so that the worker starts it while the caller
+   * stores and reports this one; only to a worker that finished this config clean. */
+  if (await_result(r, sent_ahead, out) && next && r->pid) send_config(r, next);
   return HT_OK;
 }
 
@@ -549,10 +591,15 @@ static ht_status check_config(const ht_spec *s, const ht_config *cfg) {
   return HT_OK;
 }
 
-ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out) {
+ht_status ht_runner_evaluate_ahead(ht_runner *r, const ht_config *cfg, const ht_config *next, ht_result *out) {
   ht_status st = check_config(r->spec, cfg);
+  if (!st && next) st = check_config(r->spec, next);
   if (st) return st;
-  return r->local ? evaluate_local(r, cfg, out) : evaluate_isolated(r, cfg, out);
+  return r->local ? evaluate_local(r, cfg, out) : evaluate_isolated(r, cfg, next, out);
+}
+
+ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out) {
+  return ht_runner_evaluate_ahead(r, cfg, NULL, out);
 }
 
 /* How long building n configs ahead may take: a compile timeout per round of compile_jobs. */
@@ -564,6 +611,7 @@ static double precompile_limit(const ht_runner *r, int n) {
 /* The worker builds them. One that dies or overruns is ended: the configs are then built when
  * evaluated, by a new worker. */
 static void precompile_isolated(ht_runner *r, const ht_config *cfgs, int n) {
+  drop_flight(r);
   if (r->pid && ht_child_exited(r->pid)) reap_worker(r, 1);
   if ((!r->pid && start_worker(r)) || (!r->ready && await_setup(r, 'S', 'I'))) {
     ht_error_clear(); /* the evaluation that follows starts a worker and reports why it cannot */
@@ -602,6 +650,7 @@ ht_status ht_runner_precompile(ht_runner *r, const ht_config *cfgs, int n) {
 
 void ht_runner_destroy(ht_runner *r) {
   if (!r) return;
+  drop_flight(r); /* a tuning stopped with a config sent ahead: not waited for */
   reap_worker(r, 0);
   ht_evaluator_destroy(r->local);
   watchdog_stop(r->wd);

@@ -22,7 +22,8 @@ static ht_status local_create(void **state, const void *args) {
   return HT_OK;
 }
 
-ht_status ht_local_evaluate(void *state, const ht_config *cfg, int reuse, ht_result *res, int *reused) {
+ht_status ht_local_evaluate(void *state, const ht_config *cfg, const ht_config *next, int reuse, ht_result *res,
+                            int *reused) {
   local_state *s = state;
   char *key = ht_config_text(s->a.space, cfg); /* the whole text: it keys the store */
   char *json = key ? ht_spec_config_json(s->a.spec, s->a.space, cfg) : NULL;
@@ -34,7 +35,7 @@ ht_status ht_local_evaluate(void *state, const ht_config *cfg, int reuse, ht_res
   ht_status st = reuse ? ht_store_get_eval(s->a.store, &k, res, &found) : HT_OK;
   *reused = found;
   if (!st && !found) {
-    st = ht_runner_evaluate(s->a.runner, cfg, res);
+    st = ht_runner_evaluate_ahead(s->a.runner, cfg, next, res);
     if (!st) st = ht_store_put_eval(s->a.store, s->a.session_id, &k, res, NULL);
   }
   free(json);
@@ -109,7 +110,10 @@ static ht_status local_poll(void *state, ht_exec_done *out, int max, int wait, i
   s->queued--;
   out->cfg = next->cfg;
   double t0 = ht_now();
-  ht_status st = ht_local_evaluate(s, &out->cfg, s->a.reuse && !next->unstored, &out->result, &out->reused);
+  /* The config after it, when it is sure to be measured, goes to the worker ahead. */
+  const ht_exec_done *after = ht_exec_queue_peek(&s->queue);
+  const ht_config *ahead = after && (!s->a.reuse || after->unstored) ? &after->cfg : NULL;
+  ht_status st = ht_local_evaluate(s, &out->cfg, ahead, s->a.reuse && !next->unstored, &out->result, &out->reused);
   out->cost_s = ht_now() - t0;
   if (!st) *got = 1;
   return st;

@@ -67,6 +67,8 @@ ht_exec_done *ht_exec_queue_push(ht_exec_queue *q) {
 
 ht_exec_done *ht_exec_queue_pop(ht_exec_queue *q) { return q->head < q->n ? &q->item[q->head++] : NULL; }
 
+const ht_exec_done *ht_exec_queue_peek(const ht_exec_queue *q) { return q->head < q->n ? &q->item[q->head] : NULL; }
+
 void ht_exec_queue_free(ht_exec_queue *q) {
   free(q->item);
   memset(q, 0, sizeof *q);

@@ -53,6 +53,8 @@ typedef struct ht_exec_queue {
 ht_exec_done *ht_exec_queue_push(ht_exec_queue *q);
 /* The front item, or NULL when empty; valid until the next push. */
 ht_exec_done *ht_exec_queue_pop(ht_exec_queue *q);
+/* The item pop would return next, left in the queue; NULL when empty. */
+const ht_exec_done *ht_exec_queue_peek(const ht_exec_queue *q);
 void ht_exec_queue_free(ht_exec_queue *q);
 
 /* ---- local: the runner measures, the store records and (reuse) answers what it already has ---- */
@@ -67,8 +69,10 @@ typedef struct ht_local_args {
 } ht_local_args;
 
 /* One evaluation outside the queue, with reuse chosen per call (the confirmation's measurements).
- * state: a local executor's. */
-ht_status ht_local_evaluate(void *state, const ht_config *cfg, int reuse, ht_result *res, int *reused);
+ * state: a local executor's. next: the config to be measured right after it, sent to the worker
+ * ahead (ht_runner_evaluate_ahead), or NULL. */
+ht_status ht_local_evaluate(void *state, const ht_config *cfg, const ht_config *next, int reuse, ht_result *res,
+                            int *reused);
 
 /* ---- replay: answers from a recorded space, charging each evaluation its recorded cost ---- */
 /* args: the ht_recorded. A config that was not recorded fails submit with HT_ERR_NOTFOUND. */

@@ -72,7 +72,7 @@ static ht_status name_config(tune_ctx *c, const ht_config *cfg) {
 /* One evaluation by the local executor, outside its queue (the confirmation). */
 static ht_status evaluate(tune_ctx *c, const ht_config *cfg, int reuse, ht_result *res, int *reused) {
   ht_status st = name_config(c, cfg);
-  return st ? st : ht_local_evaluate(c->exec.state, cfg, reuse, res, reused);
+  return st ? st : ht_local_evaluate(c->exec.state, cfg, NULL, reuse, res, reused);
 }
 
 static void account(tune_ctx *c, const ht_result *res, int reused, int seed) {
