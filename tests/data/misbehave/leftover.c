@@ -6,7 +6,7 @@
  * 5 and 6 OpenMP with 4 and 2 threads (a runtime's thread pool, not a leftover);
  * 7 correct, but the compiler hangs (the test's compiler wrapper sees -DMODE=7);
  * 8 a child that spins, then this process spins too (its own pid is noted as well);
- * 9 correct, but loading it starts a thread that sleeps in this code, then returns into it. */
+ * 9 correct, but loading it starts a thread that waits in this code until the process ends. */
 #include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
@@ -46,9 +46,17 @@ static pid_t spinning_child(void) {
 }
 
 #if MODE == 9
-__attribute__((constructor)) static void start_sleeper(void) {
+/* Never returns: the check that finds it may come long after the load on a slow or busy machine
+ * (a batch's other kernels compile in between); the process's exit ends it. */
+static void *waiter(void *arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+
+__attribute__((constructor)) static void start_waiter(void) {
   pthread_t t;
-  pthread_create(&t, NULL, sleeper, NULL);
+  pthread_create(&t, NULL, waiter, NULL);
   pthread_detach(t);
 }
 #endif
