@@ -218,7 +218,6 @@ static int reap_worker(ht_runner *r, int kill_it) {
   return status;
 }
 
-/* "crashed with signal 11 (Segmentation fault)": how a worker ended. */
 /* A config sent ahead and then not asked for: its worker is ended, the measurement dropped. */
 static void drop_flight(ht_runner *r) {
   if (!r->in_flight) return;
@@ -226,6 +225,7 @@ static void drop_flight(ht_runner *r) {
   reap_worker(r, 1);
 }
 
+/* "crashed with signal 11 (Segmentation fault)": how a worker ended. */
 static void how_it_ended(int status, char *buf, size_t len) {
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
     snprintf(buf, len, "was killed by signal %d (%s; the system does this when it runs out of memory)", SIGKILL,
