@@ -680,6 +680,87 @@ static void test_concurrent_builds(void **state) {
   for (int t = 0; t < THREADS; t++) ht_device_close(devs[t]);
 }
 
+/* A cached entry loads without the builders' lock. While one thread keeps making the entry be
+ * built again (its manifest removed, the new binary renamed over the old), another keeps loading
+ * it: every load must give a kernel that runs, from the cache or built anew. */
+typedef struct reload_job {
+  ht_device *dev;
+  int rounds, wrong, failed, cached;
+  char error[256];
+} reload_job;
+
+static void *reload(void *arg) {
+  reload_job *j = arg;
+  for (int i = 0; i < j->rounds; i++) {
+    ht_program *p = NULL;
+    ht_compile_info info;
+    if (compile(j->dev, HT_LANG_C, at("src/k.c"), NULL, "3", &p, &info) != HT_OK) {
+      j->failed++;
+      snprintf(j->error, sizeof j->error, "%s", ht_last_error());
+      continue;
+    }
+    j->cached += info.cached;
+    j->wrong += run_value(j->dev, p) != 7 + 3;
+  }
+  return NULL;
+}
+
+static void test_loaded_while_rebuilt(void **state) {
+  (void)state;
+  ht_device *loader = NULL, *builder = NULL;
+  assert_int_equal(ht_device_open("c", &loader), HT_OK);
+  assert_int_equal(ht_device_open("c", &builder), HT_OK);
+  use_cache("rebuilt");
+  write_kernel(at("src/k.c"), "#include \"value.h\"\nvoid k(int *out) { out[0] = VALUE + EXTRA; }\n", 7);
+  reload_job first = {.dev = loader, .rounds = 1};
+  reload(&first);
+  char deps[600];
+  snprintf(deps, sizeof deps, "%s", only_entry("rebuilt/c", ".deps"));
+  assert_true(deps[0]);
+  reload_job j = {.dev = loader, .rounds = 400};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, reload, &j), 0);
+  int rebuilt = 0;
+  for (int i = 0; i < 8; i++) {
+    unlink(deps);
+    int cached = 1;
+    assert_int_equal(compile_run(builder, HT_LANG_C, at("src/k.c"), "3", &cached), 10);
+    rebuilt += !cached;
+  }
+  pthread_join(th, NULL);
+  if (j.failed || j.wrong) fail_msg("%d loads failed (%s), %d ran the wrong kernel", j.failed, j.error, j.wrong);
+  assert_true(rebuilt >= 1); /* the loader may rebuild too: then the builder finds it cached */
+  assert_true(j.cached >= 1);
+  ht_device_close(loader);
+  ht_device_close(builder);
+}
+
+/* The kernels' header <hetune/stop.h> lives in the cache folder: removed or edited there, it is
+ * written back, and the entries that include it load from the cache again. */
+static void test_stop_header_restored(void **state) {
+  (void)state;
+  ht_device *dev = c_device("stoph", "#include <hetune/stop.h>\n#include \"value.h\"\n"
+                                     "void k(int *out) { out[0] = VALUE + EXTRA; }\n", 4);
+  int cached;
+  assert_int_equal(compile_run(dev, HT_LANG_C, at("src/k.c"), "0", &cached), 4);
+  assert_int_equal(cached, 0);
+  const char *header = at("stoph/include/hetune/stop.h");
+  char *original = NULL;
+  assert_int_equal(ht_read_file(header, &original, NULL), HT_OK);
+  assert_int_equal(unlink(header), 0);
+  assert_int_equal(compile_run(dev, HT_LANG_C, at("src/k.c"), "0", &cached), 4);
+  assert_int_equal(cached, 1);
+  write_text(header, "#error edited\n");
+  assert_int_equal(compile_run(dev, HT_LANG_C, at("src/k.c"), "0", &cached), 4);
+  assert_int_equal(cached, 1);
+  char *now = NULL;
+  assert_int_equal(ht_read_file(header, &now, NULL), HT_OK);
+  assert_string_equal(now, original);
+  free(now);
+  free(original);
+  ht_device_close(dev);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shared_cache_refused),
@@ -700,6 +781,8 @@ int main(void) {
       cmocka_unit_test(test_bounded_reads),
       cmocka_unit_test(test_cli_bounded_reads),
       cmocka_unit_test(test_concurrent_builds),
+      cmocka_unit_test(test_loaded_while_rebuilt),
+      cmocka_unit_test(test_stop_header_restored),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

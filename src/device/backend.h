@@ -177,8 +177,8 @@ ht_status ht_c_cache_record(const char *tmp_so, const char *sofile, const char *
 /* The entry of sofile while every file its manifest lists is unchanged; else HT_ERR_NOTFOUND
  * saying why (missing, damaged, a header edited), and the caller builds again. */
 ht_status ht_c_cache_lookup(const char *sofile, const ht_source *src, c_cache_entry *e);
-/* dlopen()s sofile only if it is a private file of the user's with the size and hash of e;
- * HT_ERR_NOTFOUND saying why otherwise. */
+/* dlopen()s sofile only if it is a private file of the user's with the size and hash of e, and
+ * still the file hashed once loaded; HT_ERR_NOTFOUND saying why otherwise. */
 ht_status ht_c_cache_dlopen(const char *sofile, const c_cache_entry *e, void **handle);
 /* The content hash of the file at path, remembered while its status (size, times, inode) stays
  * the same: a stat, not a read, for a file hashed before; for a system file, not even a stat

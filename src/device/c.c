@@ -455,31 +455,50 @@ static ht_status so_path(ht_device *dev, const ht_source *src, const ht_defines 
   return *sofile ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
 }
 
-/* The cached entry of src with defs, else a new build; *again: the build failed for link_flags. */
-static ht_status compile_once(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
-                              ht_compile_info *info, int *again) {
-  char *dir = NULL, *sofile = NULL, *include_dir = NULL;
-  ht_status s = ht_flags_check(src->flags, src->path);
-  if (!s) s = so_path(dev, src, defs, &dir, &sofile);
-  /* before the lookup: the manifest of an entry that includes <hetune/stop.h> checks it */
-  if (!s) s = ht_c_kernel_include_dir(&include_dir);
-  c_cache_entry e;
-  c_program *p = NULL;
-  double t0 = ht_now();
+/* The cached entry of sofile, looked up and loaded: 0 when it cannot be (missing, damaged, a
+ * header edited since, replaced while loading). */
+static int load_cached(const char *sofile, const ht_source *src, c_cache_entry *e, c_program **p) {
+  return ht_c_cache_lookup(sofile, src, e) == HT_OK && load_program(sofile, e, src->entry, p) == HT_OK;
+}
+
+/* Under the builders' lock: the entry again (another process may have built it meanwhile), else
+ * a new build. *again: the build failed for link_flags. */
+static ht_status build_locked(const char *dir, const char *sofile, const ht_source *src, const ht_defines *defs,
+                              ht_compile_info *info, c_cache_entry *e, c_program **p, int *again) {
+  char *include_dir = NULL;
   int lock = -1;
+  double t0 = ht_now();
+  /* before the lookup: the manifest of an entry that includes <hetune/stop.h> checks it */
+  ht_status s = ht_c_kernel_include_dir(&include_dir);
   if (!s) s = ht_c_cache_lock(sofile, &lock);
-  /* Whatever keeps a cached entry from loading (missing, damaged, a header edited) builds it again. */
-  if (!s && ht_c_cache_lookup(sofile, src, &e) == HT_OK && load_program(sofile, &e, src->entry, &p) == HT_OK) {
+  if (!s && load_cached(sofile, src, e, p)) {
     info->cached = 1;
   } else if (!s) {
     ht_log(3, "c: building %s: %s", sofile, ht_last_error());
     ht_error_clear();
-    s = run_compiler(dir, include_dir, sofile, src, defs, info, &e, again);
+    s = run_compiler(dir, include_dir, sofile, src, defs, info, e, again);
     info->seconds = ht_now() - t0;
-    if (!s) s = load_program(sofile, &e, src->entry, &p);
+    if (!s) s = load_program(sofile, e, src->entry, p);
   }
   if (lock >= 0) ht_c_cache_unlock(lock);
   free(include_dir);
+  return s;
+}
+
+/* The cached entry of src with defs, else a new build. An entry in the cache loads without the
+ * lock: its .so and manifest are each renamed into place whole, the lookup checks one against
+ * the other, and ht_c_cache_dlopen makes sure the file it loaded is the one it hashed. The lock,
+ * the include folder's check and a second look come only when that fails: a tuning loads a
+ * cached config in about half the system calls. */
+static ht_status compile_once(ht_device *dev, const ht_source *src, const ht_defines *defs, ht_program **out,
+                              ht_compile_info *info, int *again) {
+  char *dir = NULL, *sofile = NULL;
+  ht_status s = ht_flags_check(src->flags, src->path);
+  if (!s) s = so_path(dev, src, defs, &dir, &sofile);
+  c_cache_entry e;
+  c_program *p = NULL;
+  if (!s && load_cached(sofile, src, &e, &p)) info->cached = 1;
+  else if (!s) s = build_locked(dir, sofile, src, defs, info, &e, &p, again);
   free(sofile);
   free(dir);
   if (!s) *out = (ht_program *)p;

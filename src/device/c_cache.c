@@ -289,6 +289,13 @@ static int hash_fd(int fd, size_t size, uint64_t *h) {
   return ok ? 0 : -1;
 }
 
+/* The file at path is still the one open as fd: after dlopen() by path, nobody renamed another
+ * build over it meanwhile (the one hashed, still open, cannot be linked there again). */
+static int still_at(const char *path, int fd) {
+  struct stat a, b;
+  return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 ht_status ht_c_cache_dlopen(const char *sofile, const c_cache_entry *e, void **handle) {
   int fd = open(sofile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return ht_error(HT_ERR_NOTFOUND, "cannot open %s: %s", sofile, strerror(errno));
@@ -299,10 +306,15 @@ ht_status ht_c_cache_dlopen(const char *sofile, const c_cache_entry *e, void **h
     s = ht_error(HT_ERR_NOTFOUND, "%s: not a private file of yours", sofile);
   else if ((size_t)st.st_size != e->size || hash_fd(fd, e->size, &h) || h != e->hash)
     s = ht_error(HT_ERR_NOTFOUND, "%s: not the binary that was built (damaged or replaced)", sofile);
-  close(fd);
   /* By its path, not /proc/self/fd/N: dlopen() takes a name it has loaded before for the same
    * library, and descriptor numbers are reused. Nobody else can write the folder (ht_mkdir_p). */
   if (!s && !(*handle = dlopen(sofile, RTLD_NOW | RTLD_LOCAL)))
     s = ht_error(HT_ERR_NOTFOUND, "cannot load %s: %s", sofile, dlerror());
+  if (!s && !still_at(sofile, fd)) {
+    dlclose(*handle);
+    *handle = NULL;
+    s = ht_error(HT_ERR_NOTFOUND, "%s: replaced while it was loaded", sofile);
+  }
+  close(fd);
   return s;
 }
