@@ -13,7 +13,7 @@ static const char *help =
   "\n"
   "Tunes the kernel of SPEC (see docs/spec.md), or of a BAT / Kernel Tuner T1 file (docs/interop.md),\n"
   "and stores every evaluation.\n"
-  "Configs already in the database are reused, not measured again. Evaluations are committed 16 at\n"
+  "Configs already in the database are reused, not measured again. Evaluations are committed 64 at\n"
   "a time, each first appended to a journal beside the database (DB-pending-PID-N): after kill -9,\n"
   "the next tuning stores what the journal holds.\n"
   "\n"

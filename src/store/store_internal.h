@@ -41,7 +41,7 @@ struct ht_store {
   int lock_warned;
   sqlite3_stmt *stmt[HTS_NSTMT];
   /* Evaluations grouped (store_pending.c): rows not yet committed, kept in the journal. */
-#define HTS_MAX_PENDING 64
+#define HTS_MAX_PENDING 256
   int max_pending; /* 0 or 1: each evaluation committed on its own */
   int n_pending;
   json_t *pending[HTS_MAX_PENDING];

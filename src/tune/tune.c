@@ -12,7 +12,7 @@
 #include "spec/spec_struct.h"
 #include "tune/executor.h"
 
-#define COMMIT_GROUP 16 /* evaluations per store commit (ht_store_group_evals) */
+#define COMMIT_GROUP 64 /* evaluations per store commit (ht_store_group_evals) */
 
 void ht_tune_options_default(ht_tune_options *o) {
   memset(o, 0, sizeof *o);
