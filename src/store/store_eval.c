@@ -280,6 +280,11 @@ static ht_status bind_kdp(ht_store *st, sqlite3_stmt *s, int64_t kernel, int64_t
   return rc == SQLITE_OK ? HT_OK : hts_fail(st, rc, "bind query");
 }
 
+static ht_status bind_config(ht_store *st, sqlite3_stmt *s, const ht_eval_key *k) {
+  ht_status e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
+  return !e && hts_bind_text(s, 4, k->config_key) != SQLITE_OK ? hts_fail(st, SQLITE_ERROR, "bind query") : e;
+}
+
 /* A config's OK evaluations judged together: the median of their times and the middle row (of
  * an even count, the later of the two middle rows, so two evaluations give the latest). */
 typedef struct median_pick {
@@ -381,17 +386,17 @@ ht_status ht_store_get_eval(ht_store *st, const ht_eval_key *k, ht_result *out, 
   median_pick pick = {0};
   /* A config's lookup leaves other configs' rows pending: it runs before every evaluation. */
   ht_status e = hts_pending_has(st, k) ? hts_settle(st) : HT_OK;
-  if (!e) e = hts_stmt(st, HTS_OK_TIMES_CONFIG, &s);
-  if (!e) e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
-  if (!e && hts_bind_text(s, 4, k->config_key) != SQLITE_OK) e = hts_fail(st, SQLITE_ERROR, "bind query");
+  /* The latest evaluation first: most lookups of a tuning find none, and one query says so. */
+  if (!e) e = hts_stmt(st, HTS_GET_EVAL, &s);
+  if (!e) e = bind_config(st, s, k);
+  if (!e) e = read_row(st, s, out, found);
+  if (e || !*found) return e;
+  /* Measured OK at least once: the median of those; else the latest failure, read above, stands. */
+  e = hts_stmt(st, HTS_OK_TIMES_CONFIG, &s);
+  if (!e) e = bind_config(st, s, k);
   if (!e) e = lowest_median(st, s, &pick);
   free(pick.config_key);
-  if (e || pick.id) return e ? e : read_pick(st, &pick, out, found);
-  /* never measured OK: the latest failure, if any */
-  e = hts_stmt(st, HTS_GET_EVAL, &s);
-  if (!e) e = bind_kdp(st, s, k->kernel_id, k->device_id, k->problem_id);
-  if (!e && hts_bind_text(s, 4, k->config_key) != SQLITE_OK) e = hts_fail(st, SQLITE_ERROR, "bind query");
-  return e ? e : read_row(st, s, out, found);
+  return e || !pick.id ? e : read_pick(st, &pick, out, found);
 }
 
 ht_status ht_store_best(ht_store *st, int64_t kernel_id, int64_t device_id, int64_t problem_id, ht_result *out,
