@@ -934,8 +934,9 @@ static void test_grouped_journal_after_commit(void **state) {
   ht_store_close(st);
 }
 
-/* A child that dies by kill -9 with four evaluations pending; returns its journal's path. */
-static char *killed_with_pending(const fix *f) {
+/* A child that dies by kill -9 with four evaluations pending in the store it opened at db;
+ * returns its journal's path. */
+static char *killed_with_pending_at(const char *db) {
   int fds[2];
   assert_int_equal(pipe(fds), 0);
   pid_t pid = fork();
@@ -944,7 +945,7 @@ static char *killed_with_pending(const fix *f) {
     ht_store *st = NULL;
     ht_result rs[4];
     awkward_results(rs);
-    if (ht_store_open(f->db, &st) != HT_OK) _exit(2);
+    if (ht_store_open(db, &st) != HT_OK) _exit(2);
     ids x = populate(st);
     if (ht_store_group_evals(st, 16) != HT_OK) _exit(3);
     put_grouped(st, x, rs, 4);
@@ -961,6 +962,36 @@ static char *killed_with_pending(const fix *f) {
   assert_true(WIFSIGNALED(status) && n > 0);
   buf[n] = '\0';
   return strdup(buf);
+}
+
+static char *killed_with_pending(const fix *f) { return killed_with_pending_at(f->db); }
+
+/* A database opened through a symbolic link in another folder keeps its journal beside the file
+ * itself, named after it, as SQLite keeps its -wal: whichever name the next writer opens it by,
+ * it finds the journal. */
+static void test_grouped_journal_through_link(void **state) {
+  fix *f = *state;
+  char other[96], alias[160];
+  snprintf(other, sizeof other, "%s/other", f->dir);
+  snprintf(alias, sizeof alias, "%s/alias.db", other);
+  assert_int_equal(mkdir(other, 0700), 0);
+  assert_int_equal(symlink(f->db, alias), 0);
+  char *journal = killed_with_pending_at(alias);
+  assert_int_equal(strncmp(journal, f->db, strlen(f->db)), 0);
+  assert_int_equal(journals(f), 1);
+  ht_store *st = NULL;
+  assert_int_equal(ht_store_open(f->db, &st), HT_OK);
+  assert_int_equal(count_all(st), 4);
+  ht_store_close(st);
+  assert_int_equal(journals(f), 0);
+  free(journal);
+  journal = killed_with_pending_at(f->db); /* and the other way round: the same four rows again, */
+  assert_int_equal(journals(f), 1);         /* known as stored once the journal is found */
+  assert_int_equal(ht_store_open(alias, &st), HT_OK);
+  assert_int_equal(journals(f), 0);
+  assert_int_equal(count_all(st), 4);
+  ht_store_close(st);
+  free(journal);
 }
 
 /* A journal names its database: one left beside a new database of the same name is not put into
@@ -1246,6 +1277,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_grouped_kill9, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_journal_after_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_live_journal_untouched, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_grouped_journal_through_link, setup, teardown),
       cmocka_unit_test_setup_teardown(test_grouped_journal_of_other_database, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_csv, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export_t4, setup, teardown),

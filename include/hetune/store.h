@@ -61,7 +61,8 @@ typedef struct ht_eval_key {
 ht_status ht_store_put_eval(ht_store *st, int64_t session_id, const ht_eval_key *k, const ht_result *r,
                             int64_t *eval_id);
 /* Grouped commits: from now on, evaluations stored without asking for their id are appended to a
- * journal file beside the database (DB-pending-PID-N, locked while this store is open) and
+ * journal file beside the database file (DB-pending-PID-N, beside the file a symbolic link names,
+ * as SQLite's -wal; locked while this store is open) and
  * committed together, max_evals at a time or at the first one stored half a second after the
  * group began. Any other read or write of this store commits the group first, as does a lookup of
  * a config that is in it, so this store reads what it wrote; other connections see a group once

@@ -70,12 +70,19 @@ static int write_header(ht_store *st, int fd) {
   return ok ? 0 : -1;
 }
 
+/* The database file as SQLite names it, symbolic links resolved: journals lie beside the file
+ * itself, as its -wal does, so that a writer finds them whichever name it opened it by. */
+static const char *database_file(const ht_store *st) {
+  const char *name = sqlite3_db_filename(st->db, "main");
+  return name && *name ? name : st->path;
+}
+
 /* <db>-pending-<pid>-<n>: created exclusively and locked for as long as this store keeps it. */
 static int journal_create(ht_store *st) {
   static int counter;
   for (int tries = 0; tries < 100; tries++) {
     int n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    char *path = ht_strfmt("%s" JOURNAL_TAG "%ld-%d", st->path, (long)getpid(), n);
+    char *path = ht_strfmt("%s" JOURNAL_TAG "%ld-%d", database_file(st), (long)getpid(), n);
     if (!path) return -1;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0 && lock_file(fd) == 0 && write_header(st, fd) == 0) {
@@ -321,9 +328,9 @@ static int journal_pid(const char *name, long *pid) {
 
 /* Calls fn for each journal of this database but this process's own (alive, and unlocked to it). */
 static ht_status each_journal(ht_store *st, ht_status (*fn)(ht_store *, const char *)) {
-  const char *slash = strrchr(st->path, '/');
-  char *dir = slash ? ht_strfmt("%.*s", slash == st->path ? 1 : (int)(slash - st->path), st->path) : ht_strdup(".");
-  char *prefix = ht_strfmt("%s" JOURNAL_TAG, slash ? slash + 1 : st->path);
+  const char *file = database_file(st), *slash = strrchr(file, '/');
+  char *dir = slash ? ht_strfmt("%.*s", slash == file ? 1 : (int)(slash - file), file) : ht_strdup(".");
+  char *prefix = ht_strfmt("%s" JOURNAL_TAG, slash ? slash + 1 : file);
   DIR *d = dir && prefix ? opendir(dir) : NULL;
   ht_status e = dir && prefix ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
   size_t plen = prefix ? strlen(prefix) : 0;
