@@ -497,8 +497,12 @@ static ht_status compile_once(ht_device *dev, const ht_source *src, const ht_def
   if (!s) s = so_path(dev, src, defs, &dir, &sofile);
   c_cache_entry e;
   c_program *p = NULL;
-  if (!s && load_cached(sofile, src, &e, &p)) info->cached = 1;
-  else if (!s) s = build_locked(dir, sofile, src, defs, info, &e, &p, again);
+  if (!s && load_cached(sofile, src, &e, &p)) {
+    info->cached = 1;
+  } else if (!s) {
+    ht_error_clear(); /* the look under the lock says why, if it fails too */
+    s = build_locked(dir, sofile, src, defs, info, &e, &p, again);
+  }
   free(sofile);
   free(dir);
   if (!s) *out = (ht_program *)p;
