@@ -58,11 +58,12 @@ const ht_device_info *ht_runner_device(const ht_runner *r);
 /* Measures one config. Kernel failures (compile, runtime, timeout, correctness) are reported in
  * out->status with a message and return HT_OK; only failures of hetune itself return an error. */
 ht_status ht_runner_evaluate(ht_runner *r, const ht_config *cfg, ht_result *out);
-/* As ht_runner_evaluate, and then, when the worker finished cfg clean, sends it next at once, so
- * that next is compiled, loaded and measured while the caller handles cfg's result (stores it,
- * tells a strategy, reports it): evaluate next with the next call. Any other call first ends the
- * worker with next in it and drops its measurement (a stopped tuning does not wait for it).
- * next may be NULL; in-process runners ignore it. */
+/* As ht_runner_evaluate, with next queued to the worker behind cfg: a worker that finished cfg
+ * clean goes on with next at once, so that next is compiled, loaded and measured while the caller
+ * handles cfg's result (stores it, tells a strategy, reports it); evaluate next with the next
+ * call. A worker that crashed, hung or left threads running in cfg never starts next. Any other
+ * call first ends the worker with next in it and drops its measurement (a stopped tuning does not
+ * wait for it). next may be NULL; in-process runners ignore it. */
 ht_status ht_runner_evaluate_ahead(ht_runner *r, const ht_config *cfg, const ht_config *next, ht_result *out);
 /* Compiles the kernels of configs about to be evaluated, up to opt->compile_jobs compilers at once,
  * into the device's compile cache, and keeps them loaded: the evaluations that follow run them
