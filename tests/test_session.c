@@ -482,6 +482,79 @@ static void test_default_batch_follows_strategy(void **state) {
   assert_int_equal(built_at_first_report("greedy_ils", "default_batch_ils"), 1 + 1);
 }
 
+/* Kernels of the cache folder mapped in this process at the most at one report: a batch's kernels
+ * are all loaded before its first is measured, so at a report the rest of the batch is. */
+typedef struct loaded_watch {
+  const char *cache;
+  int most;
+} loaded_watch;
+
+static void count_loaded(const ht_tune_progress *p, void *ctx) {
+  (void)p;
+  loaded_watch *w = ctx;
+  FILE *maps = fopen("/proc/self/maps", "r");
+  char line[1024], last[1024] = "";
+  int n = 0;
+  while (maps && fgets(line, sizeof line, maps)) {
+    const char *path = strchr(line, '/');
+    if (path && strstr(path, w->cache) && strstr(path, ".so") && strcmp(path, last) != 0) {
+      n++;
+      snprintf(last, sizeof last, "%s", path);
+    }
+  }
+  if (maps) fclose(maps);
+  if (n > w->most) w->most = n;
+}
+
+/* The 40 configs of a kernel that takes no time, in this process, every config measured; the
+ * most kernels loaded at once. */
+static int most_loaded(const char *cache, int batch) {
+  char db[512];
+  snprintf(db, sizeof db, "%s/loaded.db", tmpdir);
+  ht_spec *spec;
+  if (ht_spec_load(HT_SOURCE_DIR "/bench/data/spin_c.json", &spec)) fail_msg("%s", ht_last_error());
+  assert_int_equal(ht_spec_set_size(spec, "SPIN_US=0"), HT_OK);
+  ht_store *st;
+  assert_int_equal(ht_store_open(db, &st), HT_OK);
+  ht_tune_options to;
+  ht_tune_options_default(&to);
+  to.strategy = "brute_force";
+  to.batch = batch;
+  to.no_reuse = 1;
+  loaded_watch w = {cache, 0};
+  to.progress = count_loaded;
+  to.progress_ctx = &w;
+  ht_runner_options ro;
+  ht_runner_options_default(&ro);
+  ro.isolate = 0;
+  ro.max_runs = 2;
+  ro.compile_jobs = 2; /* batches of 4 to begin with */
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  if (ht_tune(spec, "c", st, &to, &ro, sum)) fail_msg("%s", ht_last_error());
+  assert_int_equal(sum->measured, 40);
+  ht_store_close(st);
+  ht_spec_destroy(spec);
+  free(sum);
+  return w.most;
+}
+
+/* While a default batch has nothing to compile, the next is twice as large (up to 32): here 4, 8,
+ * 16, then the 12 left. In a new cache every batch compiles, and they stay at 4; a batch given is
+ * kept whatever the cache holds. */
+static void test_default_batch_grows_while_cached(void **state) {
+  (void)state;
+  char cache[512];
+  snprintf(cache, sizeof cache, "%s/grow-cache", tmpdir);
+  char *old = getenv("HETUNE_CACHE_DIR") ? strdup(getenv("HETUNE_CACHE_DIR")) : NULL;
+  setenv("HETUNE_CACHE_DIR", cache, 1);
+  assert_int_equal(most_loaded(cache, 0), 3);  /* all compiled: batches of 4, one measured */
+  assert_int_equal(most_loaded(cache, 0), 15); /* all cached: the batch of 16, one measured */
+  assert_int_equal(most_loaded(cache, 4), 3);
+  if (old) setenv("HETUNE_CACHE_DIR", old, 1);
+  else unsetenv("HETUNE_CACHE_DIR");
+  free(old);
+}
+
 /* --time ends a batch under way: its configs not measured yet are left out. */
 static void test_tune_batch_stops_at_time(void **state) {
   (void)state;
@@ -572,6 +645,7 @@ int main(void) {
     cmocka_unit_test(test_tune_batches),
     cmocka_unit_test(test_tune_batch_stops_at_time),
     cmocka_unit_test(test_default_batch_follows_strategy),
+    cmocka_unit_test(test_default_batch_grows_while_cached),
     cmocka_unit_test(test_tune_seeds_and_nearby_bests),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -140,10 +140,12 @@ typedef struct ht_tune_options {
   const ht_device_info *store_device;
   /* Configs asked and submitted together. 0 (the default): two per compile job (the runner's
    * compile_jobs, else one per CPU this process may use) when the strategy's choices do not depend on the
-   * batch (ht_tuner_batch_free), so a batch's C kernels compile at once; else 1. The local executor
-   * evaluates them one after another. A batch never takes more than budget_evals leaves; once budget_seconds is reached, or
-   * a stop is requested, the configs of a batch not measured yet are left out (the one in hand
-   * finishes; a batch's compiles ahead are not cut short). */
+   * batch (ht_tuner_batch_free), so a batch's C kernels compile at once, and after a batch that
+   * had nothing to compile (kernels cached, results stored) twice the last, up to 32; else 1. The
+   * local executor evaluates them one after another. A batch never takes more than budget_evals
+   * leaves; once budget_seconds is reached, or a stop is requested, the configs of a batch not
+   * measured yet are left out (the one in hand finishes; a batch's compiles ahead are not cut
+   * short). */
   int batch;
   /* Warm start: configs ("TX=16,TY=8", as ht_config_text writes them) evaluated first, before the
    * strategy's own; the strategy is told their results. Texts the space does not hold (another

@@ -13,6 +13,7 @@
 #include "tune/executor.h"
 
 #define COMMIT_GROUP 64 /* evaluations per store commit (ht_store_group_evals) */
+#define CACHED_BATCH 32 /* the default batch grows to this while nothing is compiled (next_batch) */
 
 void ht_tune_options_default(ht_tune_options *o) {
   memset(o, 0, sizeof *o);
@@ -132,8 +133,6 @@ static ht_status take_result(tune_ctx *c, ht_tuner *t, const ht_exec_done *d) {
   return st;
 }
 
-/* Asks a batch, submits it, takes its results as they come; a stop request ends a batch after the
- * config in hand. */
 /* The batch asked at a time: as given, or by default two per compile job where the strategy's
  * choices do not depend on it, so the kernels of a batch compile at once and the next round's
  * compilers start while nothing else waits on them. */
@@ -144,21 +143,39 @@ static int batch_of(const tune_ctx *c, const ht_tuner *t) {
   return 2 * jobs < HT_MAX_PRECOMPILE ? 2 * jobs : HT_MAX_PRECOMPILE;
 }
 
+/* The next default batch: where nothing of the last one had to be compiled (its kernels were in
+ * the cache, or the store had its results), twice as many, up to CACHED_BATCH: between batches
+ * the runner and its worker wait on each other, and a short kernel pays for that at every few
+ * configs. A batch that compiled goes back to the first size, so that compiles never hold the
+ * first measurement back for long. */
+static int next_batch(const tune_ctx *c, int base, int batch, int compiled) {
+  if (c->opt->batch > 0 || base <= 1) return batch;
+  if (compiled) return base;
+  return 2 * batch < CACHED_BATCH ? 2 * batch : base > CACHED_BATCH ? base : CACHED_BATCH;
+}
+
+/* Asks a batch, submits it, takes its results as they come; a stop request ends a batch after the
+ * config in hand. */
 static ht_status loop(tune_ctx *c, ht_tuner *t) {
-  const int batch = batch_of(c, t);
-  ht_config *cfgs = malloc(sizeof *cfgs * (size_t)batch);
+  const int base = batch_of(c, t), most = base > CACHED_BATCH ? base : CACHED_BATCH;
+  int batch = base;
+  ht_config *cfgs = malloc(sizeof *cfgs * (size_t)(c->opt->batch > 0 || base <= 1 ? base : most));
   ht_exec_done *d = malloc(sizeof *d);
   ht_status st = cfgs && d ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
   while (!st && !ht_tuner_done(t)) {
-    int got = 0;
+    int got = 0, compiled = 0;
     st = ht_tuner_ask(t, cfgs, batch, &got);
     if (!st && got == 0) break;
     if (!st) st = ht_executor_submit(&c->exec, cfgs, got);
     while (!st && ht_executor_pending(&c->exec) > 0) {
       st = ht_executor_poll(&c->exec, d, 1, 1, &got);
-      if (!st && got == 1) st = take_result(c, t, d);
+      if (!st && got == 1) {
+        compiled |= !d->reused && !d->result.compile_cached;
+        st = take_result(c, t, d);
+      }
       if (stopped(c) || out_of_time(c)) break;
     }
+    batch = next_batch(c, base, batch, compiled);
   }
   free(cfgs);
   free(d);
