@@ -439,14 +439,37 @@ static void count_at_first(const ht_tune_progress *p, void *ctx) {
   if (f->objects < 0) f->objects = cached_objects(f->cache);
 }
 
+/* HETUNE_CACHE_DIR set to dir; the value it had, to give back to restore_cache_dir. */
+static char *use_cache_dir(const char *dir) {
+  char *old = getenv("HETUNE_CACHE_DIR") ? strdup(getenv("HETUNE_CACHE_DIR")) : NULL;
+  setenv("HETUNE_CACHE_DIR", dir, 1);
+  return old;
+}
+
+static void restore_cache_dir(char *old) {
+  if (old) setenv("HETUNE_CACHE_DIR", old, 1);
+  else unsetenv("HETUNE_CACHE_DIR");
+  free(old);
+}
+
+/* Tunes spec on c into st, which it closes with spec: `measured` configs must be measured. */
+static void tune_closing(ht_spec *spec, ht_store *st, const ht_tune_options *to, const ht_runner_options *ro,
+                         int64_t measured) {
+  ht_tune_summary *sum = malloc(sizeof *sum);
+  if (ht_tune(spec, "c", st, to, ro, sum)) fail_msg("%s", ht_last_error());
+  assert_int_equal(sum->measured, measured);
+  ht_store_close(st);
+  ht_spec_destroy(spec);
+  free(sum);
+}
+
 /* The kernels built when the first evaluation of a 4-config tuning is reported, in a fresh
  * compile cache, with the default batch. */
 static int built_at_first_report(const char *strategy, const char *name) {
   char db[512], cache[512];
   snprintf(db, sizeof db, "%s/%s.db", tmpdir, name);
   snprintf(cache, sizeof cache, "%s/%s-cache", tmpdir, name);
-  char *old = getenv("HETUNE_CACHE_DIR") ? strdup(getenv("HETUNE_CACHE_DIR")) : NULL;
-  setenv("HETUNE_CACHE_DIR", cache, 1);
+  char *old = use_cache_dir(cache);
   ht_spec *spec = vadd("N=20000");
   ht_store *st;
   assert_int_equal(ht_store_open(db, &st), HT_OK);
@@ -461,15 +484,8 @@ static int built_at_first_report(const char *strategy, const char *name) {
   ht_runner_options_default(&ro);
   ro.max_runs = 3;
   ro.compile_jobs = 2; /* batches of 4 where the strategy allows */
-  ht_tune_summary *sum = malloc(sizeof *sum);
-  if (ht_tune(spec, "c", st, &to, &ro, sum)) fail_msg("%s", ht_last_error());
-  assert_int_equal(sum->measured, 4);
-  ht_store_close(st);
-  ht_spec_destroy(spec);
-  free(sum);
-  if (old) setenv("HETUNE_CACHE_DIR", old, 1);
-  else unsetenv("HETUNE_CACHE_DIR");
-  free(old);
+  tune_closing(spec, st, &to, &ro, 4);
+  restore_cache_dir(old);
   return f.objects;
 }
 
@@ -529,12 +545,7 @@ static int most_loaded(const char *cache, int batch) {
   ro.isolate = 0;
   ro.max_runs = 2;
   ro.compile_jobs = 2; /* batches of 4 to begin with */
-  ht_tune_summary *sum = malloc(sizeof *sum);
-  if (ht_tune(spec, "c", st, &to, &ro, sum)) fail_msg("%s", ht_last_error());
-  assert_int_equal(sum->measured, 40);
-  ht_store_close(st);
-  ht_spec_destroy(spec);
-  free(sum);
+  tune_closing(spec, st, &to, &ro, 40);
   return w.most;
 }
 
@@ -545,14 +556,11 @@ static void test_default_batch_grows_while_cached(void **state) {
   (void)state;
   char cache[512];
   snprintf(cache, sizeof cache, "%s/grow-cache", tmpdir);
-  char *old = getenv("HETUNE_CACHE_DIR") ? strdup(getenv("HETUNE_CACHE_DIR")) : NULL;
-  setenv("HETUNE_CACHE_DIR", cache, 1);
+  char *old = use_cache_dir(cache);
   assert_int_equal(most_loaded(cache, 0), 3);  /* all compiled: batches of 4, one measured */
   assert_int_equal(most_loaded(cache, 0), 15); /* all cached: the batch of 16, one measured */
   assert_int_equal(most_loaded(cache, 4), 3);
-  if (old) setenv("HETUNE_CACHE_DIR", old, 1);
-  else unsetenv("HETUNE_CACHE_DIR");
-  free(old);
+  restore_cache_dir(old);
 }
 
 /* --time ends a batch under way: its configs not measured yet are left out. */
