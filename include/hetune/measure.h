@@ -82,6 +82,10 @@ int ht_runner_compile_jobs(const ht_runner *r);
  * repeated in another process samples another of the device's process-level states (thread
  * placement, memory layout, PoCL's thread pool). No-op in-process. */
 void ht_runner_new_worker(ht_runner *r);
+/* Tells the worker process (if any) to end, without waiting for it: it frees its data and exits
+ * while the caller goes on (commits, reports), and ht_runner_destroy finds it gone. A config sent
+ * ahead is dropped; a later evaluation waits for it and starts a new one. No-op in-process. */
+void ht_runner_release_worker(ht_runner *r);
 /* How many times the worker was (re)started; for tests and reports. */
 int ht_runner_worker_starts(const ht_runner *r);
 

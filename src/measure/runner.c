@@ -212,7 +212,7 @@ static int read_worker(ht_runner *r, void *data, size_t len, double deadline) {
 static int reap_worker(ht_runner *r, int kill_it) {
   r->queued = 0; /* a config queued in its pipe goes with it */
   if (!r->pid) return 0;
-  close(r->to_worker);
+  if (r->to_worker >= 0) close(r->to_worker);
   close(r->from_worker);
   if (!kill_it) ht_child_wait_exit(r->pid, ht_now() + EXIT_WAIT_S);
   int status = ht_child_kill_group(r->pid);
@@ -315,6 +315,21 @@ void ht_runner_new_worker(ht_runner *r) {
   }
 }
 
+void ht_runner_release_worker(ht_runner *r) {
+  if (!r || !r->opt.isolate) return;
+  drop_flight(r);
+  if (!r->pid || r->to_worker < 0) return;
+  close(r->to_worker); /* the end of its input: it frees what it holds and exits */
+  r->to_worker = -1;
+}
+
+/* A worker that ended between configs (not the next config's doing), or was released, is reaped
+ * before anything is sent. */
+static void reap_ended_worker(ht_runner *r) {
+  if (r->pid && r->to_worker < 0) reap_worker(r, 0);
+  else if (r->pid && ht_child_exited(r->pid)) reap_worker(r, 1);
+}
+
 /* What a config's worker was doing: compiling (until 'C'), in a first launch that may compile
  * (between 'L' and the next 'H': PoCL builds the kernel for the launch's work-group size), or
  * running kernels. */
@@ -343,7 +358,7 @@ static void describe_death(ht_runner *r, ht_result *res, config_phase ph, int ti
 
 /* Sends cfg to a worker that is up (starting one if needed): it is then in flight. */
 static ht_status send_config(ht_runner *r, const ht_config *cfg) {
-  if (r->pid && ht_child_exited(r->pid)) reap_worker(r, 1); /* it ended between configs: not this config's doing */
+  reap_ended_worker(r);
   if (!r->pid) {
     ht_status st = start_worker(r);
     if (st) return st;
@@ -630,7 +645,7 @@ static double precompile_limit(const ht_runner *r, int n) {
  * evaluated, by a new worker. */
 static void precompile_isolated(ht_runner *r, const ht_config *cfgs, int n) {
   drop_flight(r);
-  if (r->pid && ht_child_exited(r->pid)) reap_worker(r, 1);
+  reap_ended_worker(r);
   if ((!r->pid && start_worker(r)) || (!r->ready && await_setup(r, 'S', 'I'))) {
     ht_error_clear(); /* the evaluation that follows starts a worker and reports why it cannot */
     return;

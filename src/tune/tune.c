@@ -291,6 +291,8 @@ static ht_status run_strategy(tune_ctx *c) {
    * are committed in groups, each journaled first so that kill -9 loses none. */
   if (!st) st = ht_store_group_evals(c->store, COMMIT_GROUP);
   if (!st) st = loop(c, t);
+  /* Nothing more to measure: the worker exits while the last group is committed. */
+  if (o->confirm <= 0) ht_runner_release_worker(c->runner);
   ht_status settled = ht_store_group_evals(c->store, 0);
   if (!st) st = settled;
   ht_tuner_destroy(t);
