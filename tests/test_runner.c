@@ -108,6 +108,35 @@ static void test_c_failures_sent_ahead(void **state) {
   failures_are_results(1);
 }
 
+/* A released worker ends while the caller goes on; what was sent ahead is dropped, and a later
+ * evaluation waits for it and starts a new one. */
+static void test_released_worker(void **state) {
+  (void)state;
+  ht_spec *spec = load(DATA "bad_c.json");
+  ht_runner_options o;
+  fast_options(&o);
+  ht_runner *r;
+  assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+  ht_config ok = config_of(1, 0);
+  ht_result *res = malloc(sizeof *res);
+  assert_int_equal(ht_runner_evaluate_ahead(r, &ok, &ok, res), HT_OK);
+  assert_int_equal(res->status, HT_EVAL_OK);
+  ht_runner_release_worker(r);
+  ht_runner_release_worker(r); /* twice: nothing more */
+  assert_int_equal(ht_runner_worker_starts(r), 1);
+  assert_int_equal(ht_runner_evaluate(r, &ok, res), HT_OK);
+  assert_int_equal(res->status, HT_EVAL_OK);
+  assert_int_equal(ht_runner_worker_starts(r), 2);
+  ht_runner_release_worker(r); /* nothing in flight: the worker exits by itself */
+  assert_int_equal(ht_runner_evaluate(r, &ok, res), HT_OK);
+  assert_int_equal(res->status, HT_EVAL_OK);
+  assert_int_equal(ht_runner_worker_starts(r), 3);
+  ht_runner_release_worker(r);
+  free(res);
+  ht_runner_destroy(r);
+  ht_spec_destroy(spec);
+}
+
 static void test_opencl_failures_are_results(void **state) {
   (void)state;
   ht_spec *spec = load(DATA "bad_opencl.json");
@@ -587,6 +616,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_c_failures_are_results),
     cmocka_unit_test(test_c_failures_sent_ahead),
+    cmocka_unit_test(test_released_worker),
     cmocka_unit_test(test_opencl_failures_are_results),
     cmocka_unit_test(test_opencl_first_launch_compiles),
     cmocka_unit_test(test_in_process_runner), cmocka_unit_test(test_overrun_detected),
