@@ -38,6 +38,16 @@ static void fast_options(ht_runner_options *o) {
   o->max_time_s = 0.05;
 }
 
+/* A runner of the spec in file on device, with fast_options. */
+static ht_runner *runner_for(const char *file, const char *device, ht_spec **spec) {
+  *spec = load(file);
+  ht_runner_options o;
+  fast_options(&o);
+  ht_runner *r = NULL;
+  assert_int_equal(ht_runner_create(*spec, device, &o, &r), HT_OK);
+  return r;
+}
+
 static ht_config config_of(int n, ...) {
   ht_config c;
   memset(&c, 0, sizeof c);
@@ -53,11 +63,8 @@ static ht_config config_of(int n, ...) {
  * follow another: the runner must restart its worker and go on. ahead: each config is sent to the
  * worker with the next one ahead (ht_runner_evaluate_ahead): every failure is still its own. */
 static void failures_are_results(int ahead) {
-  ht_spec *spec = load(DATA "bad_c.json");
-  ht_runner_options o;
-  fast_options(&o);
-  ht_runner *r;
-  assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+  ht_spec *spec;
+  ht_runner *r = runner_for(DATA "bad_c.json", "c", &spec);
   static const struct {
     int mode;
     ht_eval_status want;
@@ -108,42 +115,41 @@ static void test_c_failures_sent_ahead(void **state) {
   failures_are_results(1);
 }
 
+/* cfg measured OK, the runner having started `starts` workers so far. */
+static void measured_ok(ht_runner *r, const ht_config *cfg, int starts) {
+  ht_result *res = malloc(sizeof *res);
+  assert_int_equal(ht_runner_evaluate(r, cfg, res), HT_OK);
+  assert_int_equal(res->status, HT_EVAL_OK);
+  assert_int_equal(ht_runner_worker_starts(r), starts);
+  free(res);
+}
+
 /* A released worker ends while the caller goes on; what was sent ahead is dropped, and a later
  * evaluation waits for it and starts a new one. */
 static void test_released_worker(void **state) {
   (void)state;
-  ht_spec *spec = load(DATA "bad_c.json");
-  ht_runner_options o;
-  fast_options(&o);
-  ht_runner *r;
-  assert_int_equal(ht_runner_create(spec, "c", &o, &r), HT_OK);
+  ht_spec *spec;
+  ht_runner *r = runner_for(DATA "bad_c.json", "c", &spec);
   ht_config ok = config_of(1, 0);
   ht_result *res = malloc(sizeof *res);
   assert_int_equal(ht_runner_evaluate_ahead(r, &ok, &ok, res), HT_OK);
   assert_int_equal(res->status, HT_EVAL_OK);
+  free(res);
   ht_runner_release_worker(r);
   ht_runner_release_worker(r); /* twice: nothing more */
   assert_int_equal(ht_runner_worker_starts(r), 1);
-  assert_int_equal(ht_runner_evaluate(r, &ok, res), HT_OK);
-  assert_int_equal(res->status, HT_EVAL_OK);
-  assert_int_equal(ht_runner_worker_starts(r), 2);
+  measured_ok(r, &ok, 2);
   ht_runner_release_worker(r); /* nothing in flight: the worker exits by itself */
-  assert_int_equal(ht_runner_evaluate(r, &ok, res), HT_OK);
-  assert_int_equal(res->status, HT_EVAL_OK);
-  assert_int_equal(ht_runner_worker_starts(r), 3);
+  measured_ok(r, &ok, 3);
   ht_runner_release_worker(r);
-  free(res);
   ht_runner_destroy(r);
   ht_spec_destroy(spec);
 }
 
 static void test_opencl_failures_are_results(void **state) {
   (void)state;
-  ht_spec *spec = load(DATA "bad_opencl.json");
-  ht_runner_options o;
-  fast_options(&o);
-  ht_runner *r;
-  assert_int_equal(ht_runner_create(spec, "opencl", &o, &r), HT_OK);
+  ht_spec *spec;
+  ht_runner *r = runner_for(DATA "bad_opencl.json", "opencl", &spec);
   /* MODE index: 0->0, 1->3, 2->4, 3->5, 4->7; WG index 1 -> 64 (N=1001 is not a multiple: edges) */
   static const struct {
     int mode_idx, wg_idx;
