@@ -59,11 +59,10 @@ struct ht_runner {
   double setup_deadline;
   int to_worker, from_worker;
   int starts;
-  /* The config the worker runs or will run next (in flight), and the one queued behind it, sent
-   * ahead of their evaluations (ht_runner_evaluate_ahead). */
-  int in_flight, queued;
-  ht_config flight, queue;
-  double flight_sent, queue_sent;
+  /* A config sent to the worker ahead of its evaluation (ht_runner_evaluate_ahead). */
+  int in_flight;
+  ht_config flight;
+  double flight_sent;
 };
 
 void ht_runner_options_default(ht_runner_options *o) {
@@ -210,7 +209,6 @@ static int read_worker(ht_runner *r, void *data, size_t len, double deadline) {
 /* Closes the pipes (a worker at rest then exits; kill_it: it is killed), kills its process group
  * and reaps it: the wait status. */
 static int reap_worker(ht_runner *r, int kill_it) {
-  r->queued = 0; /* a config queued in its pipe goes with it */
   if (!r->pid) return 0;
   if (r->to_worker >= 0) close(r->to_worker);
   close(r->from_worker);
@@ -410,15 +408,6 @@ static int await_result(ht_runner *r, int sent_ahead, ht_result *out) {
   return clean;
 }
 
-/* Queues cfg in the pipe behind the config in flight: the worker reads it only once that one has
- * finished clean (one that crashed, hung or left threads running never starts it). */
-static void queue_config(ht_runner *r, const ht_config *cfg) {
-  r->queued = 1;
-  r->queue = *cfg;
-  r->queue_sent = ht_now();
-  send_message(r->to_worker, 'M', cfg, sizeof *cfg, NULL, 0); /* a worker gone: its result says how */
-}
-
 static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, const ht_config *next, ht_result *out) {
   if (r->in_flight && !ht_config_equal(&r->flight, cfg)) drop_flight(r);
   const int sent_ahead = r->in_flight;
@@ -427,15 +416,17 @@ static ht_status evaluate_isolated(ht_runner *r, const ht_config *cfg, const ht_
     if (st) return st;
   }
   /* next waits in the pipe, so that the worker starts it as soon as this config is done, while
-   * the caller stores and reports this one: the worker never waits for the caller. */
-  if (next && !r->queued && r->pid) queue_config(r, next);
-  int clean = await_result(r, sent_ahead, out);
-  if (r->queued && clean && r->pid) { /* the worker goes on with it */
+   * the caller stores and reports this one: the worker never waits for the caller. It reads it
+   * only once this config finished clean: one that crashed, hung or left threads running ends
+   * the worker (its pid then 0), and next with it. A worker gone: its result says how. */
+  const int queued = next && r->pid;
+  const double queued_at = ht_now();
+  if (queued) send_message(r->to_worker, 'M', next, sizeof *next, NULL, 0);
+  if (await_result(r, sent_ahead, out) && queued && r->pid) { /* the worker goes on with next */
     r->in_flight = 1;
-    r->flight = r->queue;
-    r->flight_sent = r->queue_sent;
+    r->flight = *next;
+    r->flight_sent = queued_at;
   }
-  r->queued = 0;
   return HT_OK;
 }
 
