@@ -150,16 +150,16 @@ static int batch_of(const tune_ctx *c, const ht_tuner *t) {
  * first measurement back for long. */
 static int next_batch(const tune_ctx *c, int base, int batch, int compiled) {
   if (c->opt->batch > 0 || base <= 1) return batch;
-  if (compiled) return base;
-  return 2 * batch < CACHED_BATCH ? 2 * batch : base > CACHED_BATCH ? base : CACHED_BATCH;
+  const int grown = 2 * batch < CACHED_BATCH ? 2 * batch : CACHED_BATCH;
+  return compiled || grown < base ? base : grown;
 }
 
 /* Asks a batch, submits it, takes its results as they come; a stop request ends a batch after the
  * config in hand. */
 static ht_status loop(tune_ctx *c, ht_tuner *t) {
-  const int base = batch_of(c, t), most = base > CACHED_BATCH ? base : CACHED_BATCH;
+  const int base = batch_of(c, t);
   int batch = base;
-  ht_config *cfgs = malloc(sizeof *cfgs * (size_t)(c->opt->batch > 0 || base <= 1 ? base : most));
+  ht_config *cfgs = malloc(sizeof *cfgs * (size_t)(base > CACHED_BATCH ? base : CACHED_BATCH));
   ht_exec_done *d = malloc(sizeof *d);
   ht_status st = cfgs && d ? HT_OK : ht_error(HT_ERR_NOMEM, "out of memory");
   while (!st && !ht_tuner_done(t)) {
