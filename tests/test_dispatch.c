@@ -709,6 +709,40 @@ static void test_new_sizes_do_not_drift(void **state) {
   ht_spec_destroy(s);
 }
 
+/* Between two measured sizes a variant's time follows the line through both, however steep: 16
+ * threads measured at 7.6 us for 1,000 options and at 3.8 ms for 4,361 (an H200's host, OpenMP's
+ * threads held up), against a GPU at 51 and 74 us. Judged from its left neighbour alone (the slope
+ * capped as beyond the measured sizes) the CPU looked 23 us at 2,088 and was chosen; it took
+ * 5.8 ms there. Beyond the measured sizes the slope stays capped. */
+static void test_interpolation_between_neighbours(void **state) {
+  (void)state;
+  ht_spec *s = load(SPEC);
+  ht_computation *c;
+  assert_int_equal(ht_computation_create("steep", NULL, &c), HT_OK);
+  for (int v = 0; v < 2; v++) assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL), HT_OK);
+  assert_int_equal(ht_computation_set_options(c, "explore=0"), HT_OK);
+  assert_int_equal(ht_computation_finish(c), HT_OK);
+  int64_t lo = 1000, hi = 4361, mid = 2088, beyond = 2 * 4361;
+  const double t[2][2] = {{7.6e-6, 3.8e-3}, {51e-6, 74e-6}}; /* [variant][lo, hi] */
+  for (int k = 0; k < 5; k++)
+    for (int v = 0; v < 2; v++) {
+      ht_run_times a = {t[v][0], 0, 0, t[v][0]}, b = {t[v][1], 0, 0, t[v][1]};
+      assert_int_equal(ht_computation_record(c, v, &lo, &a, 0), HT_OK);
+      assert_int_equal(ht_computation_record(c, v, &hi, &b, 0), HT_OK);
+    }
+  ht_variant_estimate e[2];
+  assert_int_equal(ht_computation_estimate(c, &mid, e), HT_OK);
+  if (!(e[0].total_s > t[1][1] && e[0].total_s < t[0][1]))
+    fail_msg("16 threads at 2088: %g s, expected between the GPU's 74 us and its own 3.8 ms", e[0].total_s);
+  ht_decision d;
+  assert_int_equal(ht_computation_decide(c, &mid, &d), HT_OK);
+  assert_int_equal(d.variant, 1);
+  assert_int_equal(ht_computation_estimate(c, &beyond, e), HT_OK);
+  if (!(e[0].total_s <= t[0][1] * pow(2, 1.5) * (1 + 1e-9))) fail_msg("beyond 4361: %g s", e[0].total_s);
+  ht_computation_destroy(c);
+  ht_spec_destroy(s);
+}
+
 /* A tuning run's time (the kernel alone) stored for (spec, device, N, config). */
 static void store_eval(ht_store *st, const ht_spec *s, const char *device, int64_t n, const char *config, double t) {
   ht_exec *ex;
@@ -988,6 +1022,7 @@ int main(void) {
       cmocka_unit_test(test_log_across_programs),
       cmocka_unit_test(test_sampled_feedback), cmocka_unit_test(test_repeated_calls),
       cmocka_unit_test(test_passing_stall_drifts_back), cmocka_unit_test(test_new_sizes_do_not_drift),
+      cmocka_unit_test(test_interpolation_between_neighbours),
       cmocka_unit_test(test_drift_moves_the_whole_device), cmocka_unit_test(test_slow_first_call_not_trusted), cmocka_unit_test(test_cache_clear_and_drop),
       cmocka_unit_test(test_loser_reprobed), cmocka_unit_test(test_loser_reprobes_bounded),
       cmocka_unit_test(test_static_cache_header),

@@ -119,8 +119,9 @@ static void spread(const htd_point *p, double *lo, double *hi) {
   *hi = p->median > 0 ? mx / p->median : 1;
 }
 
-/* log-log slope between two points, kept to what times do: never falling with more work, and at
- * most a little worse than linear. */
+/* log-log slope between two points, for sizes beyond every measured one: kept to what times do
+ * there, never falling with more work and at most a little worse than linear, so that two close
+ * noisy points do not send the estimate far off. */
 static double slope(const htd_point *a, const htd_point *b) {
   double dw = log(b->work) - log(a->work);
   double s = dw > 0 ? (log(b->median) - log(a->median)) / dw : 1;
@@ -148,12 +149,21 @@ double htd_history_estimate(const htd_history *h, double work, uint64_t bucket, 
     a = b = &h->pts[0];
     t = a->median * work / a->work; /* one point: time in proportion to work */
     widen = 1.5;
-  } else {
-    a = &h->pts[i == 0 ? 0 : i == h->n ? h->n - 2 : i - 1];
+  } else if (i > 0 && i < h->n) {
+    /* between two measured sizes (a->work <= work < b->work): the line through both, whatever its
+     * slope, so the estimate stays between their times. Clamped as beyond them, a steep rise to b
+     * (a cache falling short, a variant slowed by the machine) would be ignored and the size
+     * judged from a alone. */
+    a = &h->pts[i - 1];
     b = a + 1;
-    const htd_point *from = i == 0 ? a : i == h->n ? b : a;
+    t = a->median * pow(work / a->work, log(b->median / a->median) / log(b->work / a->work));
+    widen = 1.1;
+  } else {
+    a = &h->pts[i == 0 ? 0 : h->n - 2];
+    b = a + 1;
+    const htd_point *from = i == 0 ? a : b; /* the nearest measured size */
     t = from->median * pow(work / from->work, slope(a, b));
-    widen = i == 0 || i == h->n ? 1.25 : 1.1; /* beyond the measured sizes the band widens */
+    widen = 1.25; /* beyond the measured sizes the band widens */
   }
   double alo, ahi, blo, bhi;
   spread(a, &alo, &ahi);
