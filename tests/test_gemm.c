@@ -2,12 +2,15 @@
  * the space) verified by the runner against the reference on shapes that are multiples of no
  * tile, both transposes, FP64, alpha/beta; the OpenBLAS and naive baselines; bad problems; the
  * `hetune gemm` command and its reuse of stored tuning. */
+#define _GNU_SOURCE /* dlinfo */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
+#include <link.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -608,7 +611,7 @@ static void test_cli_gemm_budget(void **state) {
  * A negative --tune-vendor is a usage error. */
 static void test_cli_gemm_opencl(void **state) {
   (void)state;
-  char out[16384], args[2048], db[600];
+  char out[16384], args[2048], db[600], why[128];
   if (cli("devices", out, sizeof out) || !strstr(out, "opencl:0:0")) skip();
   snprintf(db, sizeof db, "%s/ocl.db", root);
   snprintf(args, sizeof args,
@@ -616,6 +619,11 @@ static void test_cli_gemm_opencl(void **state) {
            "--db '%s' --out '%s/ocl' --quiet",
            db, root);
   if (cli(args, out, sizeof out)) fail_msg("%s", out);
+  if (!ht_gemm_vendor_available(HT_GEMM_OPENCL, why, sizeof why)) { /* the rest is CLBlast's */
+    assert_non_null(strstr(out, "clblast:  not installed: libclblast.so.1 not found"));
+    print_message("CLBlast is not installed here: its baseline is left out\n");
+    skip();
+  }
   const char *v = strstr(out, "clblast:");
   if (!v) fail_msg("no clblast line: %s", out);
   double gflops = 0;
@@ -638,6 +646,35 @@ static void test_cli_gemm_opencl(void **state) {
   assert_int_equal(cli("gemm 4 4 4 --device opencl --tune-vendor -1", out, sizeof out), 2);
 }
 
+/* Without CLBlast, `hetune gemm --device opencl` says so on the baseline's line and gives its
+ * budget to the search. Run where CLBlast is installed, with its file hidden in a mount namespace of
+ * the command's own (root and unshare needed; skipped elsewhere). */
+static void test_cli_gemm_clblast_missing(void **state) {
+  (void)state;
+  char out[16384], cmd[4096], why[128];
+  void *lib = dlopen("libclblast.so.1", RTLD_LAZY | RTLD_LOCAL);
+  struct link_map *map = NULL;
+  if (!lib || dlinfo(lib, RTLD_DI_LINKMAP, &map) || !map || map->l_name[0] != '/' || geteuid() != 0 ||
+      system("unshare -m true 2>/dev/null") != 0 || cli("devices", out, sizeof out) || !strstr(out, "opencl:0:0")) {
+    if (lib) dlclose(lib);
+    skip();
+  }
+  snprintf(cmd, sizeof cmd,
+           "unshare -m sh -c \"mount --bind /dev/null '%s' && '%s' gemm 33 20 17 --device opencl --budget 4 "
+           "--no-warm --tune-vendor 1 --db '%s/nocl.db' --out '%s/nocl' --quiet\" 2>&1",
+           map->l_name, HT_CLI, root, root);
+  dlclose(lib);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  size_t n = fread(out, 1, sizeof out - 1, f);
+  out[n] = 0;
+  if (pclose(f) != 0) fail_msg("%s", out);
+  assert_non_null(strstr(out, "clblast:  not installed: libclblast.so.1 not found (Debian: apt-get install libclblast1)"));
+  assert_null(strstr(out, "clblast*:"));
+  assert_non_null(strstr(out, "4 of 4 evaluations")); /* the naive kernel's 2 and the search's 2 */
+  assert_true(ht_gemm_vendor_available(HT_GEMM_OPENCL, why, sizeof why)); /* outside, it is there */
+}
+
 int main(void) {
   snprintf(root, sizeof root, "%s/test-gemm-%d", HT_BINARY_DIR, (int)getpid());
   if (ht_mkdir_p(root)) return 1;
@@ -650,6 +687,7 @@ int main(void) {
     cmocka_unit_test(test_simulated_cpus),         cmocka_unit_test(test_model_config_known_cpus),
     cmocka_unit_test(test_bad_cpu_limits),         cmocka_unit_test(test_cli_gemm_and_reuse),
     cmocka_unit_test(test_cli_gemm_budget),        cmocka_unit_test(test_cli_gemm_opencl),
+    cmocka_unit_test(test_cli_gemm_clblast_missing),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[1024];

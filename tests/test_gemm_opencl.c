@@ -241,7 +241,12 @@ static ht_eval_status run_vendor(const ht_gemm_problem *p, const char *sub, cons
 
 static void test_clblast_vendor(void **state) {
   (void)state;
+  char why[128];
   if (!have_opencl) skip();
+  if (!ht_gemm_vendor_available(HT_GEMM_OPENCL, why, sizeof why)) {
+    print_message("%s: skipped\n", why);
+    skip();
+  }
   /* As installed (TUNE=0: the other values are the space's representative, unused), and Xgemm
    * tuned: register tiles with float8 vectors, and local-memory panels at the 32 KiB bound in FP64. */
   static const char *const installed = "TUNE=0,MWG=16,NWG=16,KWG=16,MDIMC=8,NDIMC=8,MDIMA=8,NDIMB=8,KWI=2,VWM=1,VWN=1,"

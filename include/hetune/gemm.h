@@ -94,6 +94,11 @@ int ht_gemm_model_config(const ht_gemm_problem *p, ht_gemm_target target, char *
  * the process has not loaded it; the vendor baseline runs in a worker forked from this process, so
  * this is the build it measures. */
 const char *ht_gemm_openblas_build(int *avx2_on_avx512);
+/* Whether the vendor library `hetune gemm` measures beside the generated kernel can be loaded
+ * here: 1, or 0 with why (the library and the package that has it) in why (cap bytes). Checked for
+ * CLBlast (opencl), which its baseline's kernel loads at run time; OpenBLAS (c) is linked into its
+ * baseline, and a missing cuBLAS (cuda) fails its baseline's evaluation with the reason. */
+int ht_gemm_vendor_available(ht_gemm_target target, char *why, size_t cap);
 /* The naive kernel (one thread per C element, no tiling) for the target, as a spec. */
 ht_status ht_gemm_generate_naive(const ht_gemm_problem *p, ht_gemm_target target, const char *dir, char **spec_path);
 

@@ -17,7 +17,8 @@ static const char *help =
   "Generates the GEMM C = alpha*op(A)*op(B) + beta*C (row-major) for a device, tunes its schedule\n"
   "(configs already stored are reused, so a second call is instant), and measures the vendor\n"
   "library (OpenBLAS on c, CLBlast on opencl, cuBLAS on cuda) and the naive kernel in the same run. Prints GFLOP/s\n"
-  "of each, the best config and the tuning time. docs/gemm.md describes the generators.\n"
+  "of each, the best config and the tuning time. docs/gemm.md describes the generators. Without CLBlast\n"
+  "installed, its line says so and its share of --budget goes to the search.\n"
   "\n"
   "  --device D      c, opencl[:P:D] or cuda[:N] (default c)\n"
   "  --type T        f32 or f64 (default f32)\n"
@@ -256,6 +257,7 @@ typedef struct gemm_runs {
   int n_seed_configs;
   int64_t warm_share;      /* evaluations the budget gave the seeds (0: the warm start was skipped) */
   const char *vendor_note, *naive_note;
+  char vendor_missing[192]; /* the vendor_note of a library that is not installed */
   ht_spec *spec;           /* the generated kernel's, its file written in --out */
 } gemm_runs;
 
@@ -509,9 +511,15 @@ static int run_all(gemm_cli *g, ht_store *st, gemm_runs *r) {
   if (g->warm && warm_start(g, st, r)) return cli_fail("gemm: warm start");
   setenv("HETUNE_GEMM_DEVICE", g->device, 1);
   ht_spec *vendor = NULL;
-  if (!g->vendor) r->vendor_note = "skipped (--no-vendor)";
-  else if (ht_gemm_spec(&g->p, g->target, HT_GEMM_VENDOR, g->out, &vendor) || measure_vendor(g, st, r, vendor))
+  char why[128];
+  if (!g->vendor) {
+    r->vendor_note = "skipped (--no-vendor)";
+  } else if (!ht_gemm_vendor_available(g->target, why, sizeof why)) { /* its budget goes to the search */
+    snprintf(r->vendor_missing, sizeof r->vendor_missing, "not installed: %s", why);
+    r->vendor_note = r->vendor_missing;
+  } else if (ht_gemm_spec(&g->p, g->target, HT_GEMM_VENDOR, g->out, &vendor) || measure_vendor(g, st, r, vendor)) {
     return ht_spec_destroy(vendor), cli_fail("gemm: vendor baseline");
+  }
   ht_spec_destroy(vendor);
   if (measure_naive(g, st, r)) return cli_fail("gemm: naive kernel");
   if (search(g, st, r)) return cli_fail("gemm");

@@ -1,9 +1,13 @@
 /* The OpenCL vendor baseline: CLBlast, the tuned OpenCL BLAS (its kernels are tuned with CLTune), called from a C
  * kernel on the same OpenCL device as the generated kernel. CLBlast is loaded with dlopen, so a
  * machine without it still builds everything and gets a clear message in the measurement. */
+#include <dlfcn.h>
 #include <stdio.h>
 
 #include "gemm/gemm_internal.h"
+
+#define CLBLAST_LIB "libclblast.so.1"
+#define CLBLAST_MISSING CLBLAST_LIB " not found (Debian: apt-get install libclblast1)"
 
 /* The generated source after its defines (REAL, TRANS_A, TRANS_B, GEMM_SYMBOL; the config's TUNE
  * and CLBlast's Xgemm parameters come as -D defines). The matrices live in device buffers kept
@@ -60,9 +64,9 @@ static const char clblast_body[] =
     "}\n\n"
     "static const char *load(void) {\n"
     "  if (S.queue) return NULL;\n"
-    "  void *lib = dlopen(\"libclblast.so.1\", RTLD_NOW);\n"
+    "  void *lib = dlopen(\"" CLBLAST_LIB "\", RTLD_NOW);\n"
     "  if (!lib) lib = dlopen(\"libclblast.so\", RTLD_NOW);\n"
-    "  if (!lib) return \"libclblast.so.1 not found (Debian: apt-get install libclblast1)\";\n"
+    "  if (!lib) return \"" CLBLAST_MISSING "\";\n"
     "  *(void **)&S.gemm = dlsym(lib, GEMM_SYMBOL);\n"
     "  *(void **)&S.override = dlsym(lib, \"CLBlastOverrideParameters\");\n"
     "  if (!S.gemm || !S.override) return \"missing entry points (\" GEMM_SYMBOL \", CLBlastOverrideParameters) in libclblast\";\n"
@@ -155,4 +159,15 @@ ht_status gemm_def_vendor_opencl(const ht_gemm_problem *p, gemm_kernel_def *d) {
   static const gemm_vendor_lib clblast = {"gemm_clblast",  "CLBlast",     "CLBlastSgemm", "CLBlastDgemm",
                                           "-Wl,--no-as-needed -lOpenCL", clblast_body, clblast_space};
   return gemm_gpu_vendor(p, &clblast, d);
+}
+
+/* Loaded as its baseline's kernel loads it, and let go: nothing of OpenCL starts here. */
+int ht_gemm_vendor_available(ht_gemm_target target, char *why, size_t cap) {
+  if (cap) why[0] = '\0';
+  if (target != HT_GEMM_OPENCL) return 1;
+  void *lib = dlopen(CLBLAST_LIB, RTLD_LAZY | RTLD_LOCAL);
+  if (!lib) lib = dlopen("libclblast.so", RTLD_LAZY | RTLD_LOCAL);
+  if (lib) return dlclose(lib), 1;
+  if (cap) snprintf(why, cap, "%s", CLBLAST_MISSING);
+  return 0;
 }
