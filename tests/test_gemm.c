@@ -655,13 +655,15 @@ static void test_cli_gemm_clblast_missing(void **state) {
   void *lib = dlopen("libclblast.so.1", RTLD_LAZY | RTLD_LOCAL);
   struct link_map *map = NULL;
   if (!lib || dlinfo(lib, RTLD_DI_LINKMAP, &map) || !map || map->l_name[0] != '/' || geteuid() != 0 ||
-      system("unshare -m true 2>/dev/null") != 0 || cli("devices", out, sizeof out) || !strstr(out, "opencl:0:0")) {
+      system("unshare -m --propagation private true 2>/dev/null") != 0 || cli("devices", out, sizeof out) ||
+      !strstr(out, "opencl:0:0")) {
     if (lib) dlclose(lib);
     skip();
   }
   snprintf(cmd, sizeof cmd,
-           "unshare -m sh -c \"mount --bind /dev/null '%s' && '%s' gemm 33 20 17 --device opencl --budget 4 "
-           "--no-warm --tune-vendor 1 --db '%s/nocl.db' --out '%s/nocl' --quiet\" 2>&1",
+           "unshare -m --propagation private sh -c \"mount --bind /dev/null '%s' && "
+           "'%s' gemm 33 20 17 --device opencl --budget 4 --no-warm --tune-vendor 1 --db '%s/nocl.db' "
+           "--out '%s/nocl' --quiet\" 2>&1",
            map->l_name, HT_CLI, root, root);
   dlclose(lib);
   FILE *f = popen(cmd, "r");
@@ -669,7 +671,8 @@ static void test_cli_gemm_clblast_missing(void **state) {
   size_t n = fread(out, 1, sizeof out - 1, f);
   out[n] = 0;
   if (pclose(f) != 0) fail_msg("%s", out);
-  assert_non_null(strstr(out, "clblast:  not installed: libclblast.so.1 not found (Debian: apt-get install libclblast1)"));
+  assert_non_null(strstr(out, "clblast:  not installed: libclblast.so.1 not found (Debian: apt-get install "
+                              "libclblast1)"));
   assert_null(strstr(out, "clblast*:"));
   assert_non_null(strstr(out, "4 of 4 evaluations")); /* the naive kernel's 2 and the search's 2 */
   assert_true(ht_gemm_vendor_available(HT_GEMM_OPENCL, why, sizeof why)); /* outside, it is there */
