@@ -38,6 +38,16 @@ static ht_computation *offload(ht_spec *s, ht_store *st, const char *options) {
   return c;
 }
 
+/* n variants alike on one simulated device, their times told apart only by what a test feeds back. */
+static ht_computation *alike(ht_spec *s, const char *name, int n, const char *options) {
+  ht_computation *c;
+  assert_int_equal(ht_computation_create(name, NULL, &c), HT_OK);
+  for (int v = 0; v < n; v++) assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL), HT_OK);
+  assert_int_equal(ht_computation_set_options(c, options), HT_OK);
+  assert_int_equal(ht_computation_finish(c), HT_OK);
+  return c;
+}
+
 static double run_variant(ht_computation *c, int v, int64_t n) {
   ht_host_arg *args;
   ht_run_times t;
@@ -216,11 +226,7 @@ static void test_stall_reprobed(void **state) {
 static void test_exploration_regret_cap(void **state) {
   (void)state;
   ht_spec *s = load(SPEC);
-  ht_computation *c;
-  assert_int_equal(ht_computation_create("explore", NULL, &c), HT_OK);
-  for (int v = 0; v < 3; v++) assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL), HT_OK);
-  assert_int_equal(ht_computation_set_options(c, "explore=1,regret_cap=1.2,seed=5"), HT_OK);
-  assert_int_equal(ht_computation_finish(c), HT_OK);
+  ht_computation *c = alike(s, "explore", 3, "explore=1,regret_cap=1.2,seed=5");
   int64_t n = 2000, m = 8000;
   for (int k = 0; k < 8; k++) { /* 0 and 1 close at n, 2 far; at m the runner-up is 1.5x away */
     double f = k % 2 ? 0.95 : 1.05; /* 5% noise: the bands of 0 and 1 overlap at n */
@@ -717,11 +723,7 @@ static void test_new_sizes_do_not_drift(void **state) {
 static void test_interpolation_between_neighbours(void **state) {
   (void)state;
   ht_spec *s = load(SPEC);
-  ht_computation *c;
-  assert_int_equal(ht_computation_create("steep", NULL, &c), HT_OK);
-  for (int v = 0; v < 2; v++) assert_int_equal(ht_computation_add_variant(c, s, "sim:0", "THREADS_ALL=0", NULL), HT_OK);
-  assert_int_equal(ht_computation_set_options(c, "explore=0"), HT_OK);
-  assert_int_equal(ht_computation_finish(c), HT_OK);
+  ht_computation *c = alike(s, "steep", 2, "explore=0");
   int64_t lo = 1000, hi = 4361, mid = 2088, beyond = 2 * 4361;
   const double t[2][2] = {{7.6e-6, 3.8e-3}, {51e-6, 74e-6}}; /* [variant][lo, hi] */
   for (int k = 0; k < 5; k++)

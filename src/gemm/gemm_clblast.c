@@ -161,7 +161,7 @@ ht_status gemm_def_vendor_opencl(const ht_gemm_problem *p, gemm_kernel_def *d) {
   return gemm_gpu_vendor(p, &clblast, d);
 }
 
-/* Loaded as its baseline's kernel loads it, and let go: nothing of OpenCL starts here. */
+/* Looked for by the names its baseline's kernel loads, and let go: nothing of OpenCL starts here. */
 int ht_gemm_vendor_available(ht_gemm_target target, char *why, size_t cap) {
   if (cap) why[0] = '\0';
   if (target != HT_GEMM_OPENCL) return 1;
